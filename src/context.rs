@@ -1,0 +1,292 @@
+//! Primary contexts and the per-thread current device.
+//!
+//! The runtime's model, kept here:
+//!
+//! * one primary context per device, retained on first use and shared by every host thread;
+//! * a current device per host thread (default 0); the thread's driver context is switched only
+//!   when it differs from the one it last made current, so a call costs no driver call for that;
+//! * [`reset`](crate::Device::reset) destroys the primary context. Every handle records the
+//!   *generation* of the context it was made in; after a reset the generation changes and the
+//!   handle's calls fail with [`Error::ContextDestroyed`] instead of touching freed driver state.
+//!   Calls hold a shared lock on the device's context for their duration and reset takes it
+//!   exclusively, so a reset never frees state that another thread's call is using.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+
+use crate::driver::{self, sys, Raw};
+use crate::error::{DeferredError, Error, ErrorCode, Result};
+
+/// The state of one device's primary context.
+pub(crate) struct CtxState {
+    /// The retained primary context, null while none is retained.
+    pub(crate) ctx: Raw<sys::CUctx_st>,
+    /// A process-wide unique number of this activation of the context; 0 while inactive.
+    pub(crate) generation: u64,
+}
+
+/// Everything the crate keeps per device.
+pub(crate) struct DeviceState {
+    pub(crate) ordinal: i32,
+    pub(crate) raw: sys::CUdevice,
+    pub(crate) ctx: RwLock<CtxState>,
+    /// The number of a sticky [`ErrorCode`] that corrupted the context; 0 when none.
+    sticky: AtomicU32,
+    deferred: Mutex<Vec<DeferredError>>,
+}
+
+struct Runtime {
+    devices: Box<[DeviceState]>,
+}
+
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+static RUNTIME: OnceLock<Result<Runtime>> = OnceLock::new();
+
+fn runtime() -> Result<&'static Runtime> {
+    RUNTIME
+        .get_or_init(|| {
+            driver::init()?;
+            let mut count = 0i32;
+            // SAFETY: the driver is initialised; the pointer is valid for one int.
+            driver::check(
+                unsafe { sys::cuDeviceGetCount(&mut count) },
+                "cuDeviceGetCount",
+            )?;
+            let mut devices = Vec::with_capacity(count.max(0) as usize);
+            for ordinal in 0..count {
+                let mut raw: sys::CUdevice = 0;
+                // SAFETY: `ordinal` is below the count the driver reported.
+                driver::check(unsafe { sys::cuDeviceGet(&mut raw, ordinal) }, "cuDeviceGet")?;
+                devices.push(DeviceState {
+                    ordinal,
+                    raw,
+                    ctx: RwLock::new(CtxState {
+                        ctx: Raw::null(),
+                        generation: 0,
+                    }),
+                    sticky: AtomicU32::new(0),
+                    deferred: Mutex::new(Vec::new()),
+                });
+            }
+            Ok(Runtime {
+                devices: devices.into_boxed_slice(),
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The number of devices (`cudaGetDeviceCount`); initialises the driver.
+pub(crate) fn device_count() -> Result<i32> {
+    Ok(runtime()?.devices.len() as i32)
+}
+
+/// The state of device `ordinal`, or the runtime's error for a bad ordinal.
+pub(crate) fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
+    let rt = runtime()?;
+    if rt.devices.is_empty() {
+        return Err(Error::NoDevice);
+    }
+    usize::try_from(ordinal)
+        .ok()
+        .and_then(|i| rt.devices.get(i))
+        .ok_or(Error::InvalidDevice {
+            ordinal,
+            count: rt.devices.len() as i32,
+        })
+}
+
+struct ThreadState {
+    device: Cell<i32>,
+    /// The generation of the context this thread last made current (0: none).
+    bound: Cell<u64>,
+}
+
+thread_local! {
+    static THREAD: ThreadState = const {
+        ThreadState { device: Cell::new(0), bound: Cell::new(0) }
+    };
+}
+
+/// The calling thread's current device ordinal (not validated).
+pub(crate) fn current_ordinal() -> i32 {
+    THREAD.with(|t| t.device.get())
+}
+
+/// Sets the calling thread's current device ordinal (already validated).
+pub(crate) fn set_current_ordinal(ordinal: i32) {
+    THREAD.with(|t| t.device.set(ordinal));
+}
+
+/// The sticky error of the calling thread's current device, if any. Never initialises anything.
+pub(crate) fn current_sticky() -> Option<Error> {
+    let rt = RUNTIME.get()?.as_ref().ok()?;
+    let dev = rt.devices.get(usize::try_from(current_ordinal()).ok()?)?;
+    dev.sticky_error()
+}
+
+/// A device whose primary context is active and current on the calling thread. The context
+/// cannot be reset while this lives.
+pub(crate) struct Active {
+    pub(crate) dev: &'static DeviceState,
+    guard: RwLockReadGuard<'static, CtxState>,
+}
+
+impl Active {
+    /// The generation of the active context, to be stored in handles made in it.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.guard.generation
+    }
+
+    /// The raw primary context.
+    #[inline]
+    pub(crate) fn ctx(&self) -> sys::CUcontext {
+        self.guard.ctx.0
+    }
+
+    /// Checks a driver result of a call made in this context; a sticky error is kept on the
+    /// device.
+    #[inline]
+    pub(crate) fn check(&self, r: sys::CUresult, call: &'static str) -> Result<()> {
+        match driver::rc(r) {
+            0 => Ok(()),
+            code => Err(self.dev.note(Error::from_driver(code, call))),
+        }
+    }
+
+    /// Fails unless the context is the one a handle was made in.
+    #[inline]
+    pub(crate) fn expect_generation(&self, generation: u64, what: &'static str) -> Result<()> {
+        if self.guard.generation == generation {
+            Ok(())
+        } else {
+            Err(Error::ContextDestroyed {
+                what,
+                device: self.dev.ordinal,
+            })
+        }
+    }
+}
+
+impl DeviceState {
+    /// Keeps a sticky error on the device; passes any error on.
+    pub(crate) fn note(&self, e: Error) -> Error {
+        if e.is_sticky() {
+            let _ = self.sticky.compare_exchange(
+                0,
+                e.code().number(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        e
+    }
+
+    fn sticky_error(&self) -> Option<Error> {
+        match self.sticky.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Error::Sticky {
+                device: self.ordinal,
+                code: ErrorCode::from_number(n).unwrap_or(ErrorCode::Unknown),
+            }),
+        }
+    }
+
+    /// Records an error met in `Drop`.
+    pub(crate) fn defer(&self, during: &'static str, error: Error) {
+        self.deferred.lock().push(DeferredError { during, error });
+    }
+
+    pub(crate) fn take_deferred(&self) -> Vec<DeferredError> {
+        std::mem::take(&mut *self.deferred.lock())
+    }
+
+    /// Activates the primary context (retains it) if it is not active.
+    fn activate(&'static self) -> Result<()> {
+        let mut st = self.ctx.write();
+        if st.ctx.is_null() {
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: `raw` is a device handle the driver gave; the pointer is valid.
+            driver::check(
+                unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, self.raw) },
+                "cuDevicePrimaryCtxRetain",
+            )?;
+            st.ctx = Raw(ctx);
+            st.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Makes the primary context active and current on this thread and holds it against reset.
+    pub(crate) fn enter(&'static self) -> Result<Active> {
+        loop {
+            let guard = self.ctx.read_recursive();
+            if guard.ctx.is_null() {
+                drop(guard);
+                self.activate()?;
+                continue;
+            }
+            if let Some(e) = self.sticky_error() {
+                return Err(e);
+            }
+            let generation = guard.generation;
+            if THREAD.with(|t| t.bound.get()) != generation {
+                // SAFETY: the context is retained and cannot be reset while `guard` is held.
+                driver::check(unsafe { sys::cuCtxSetCurrent(guard.ctx.0) }, "cuCtxSetCurrent")?;
+                THREAD.with(|t| t.bound.set(generation));
+            }
+            return Ok(Active { dev: self, guard });
+        }
+    }
+
+    /// Destroys the primary context and everything in it (`cuDevicePrimaryCtxReset`), releases
+    /// the crate's retain of it and clears the sticky error. Waits for calls in flight on the
+    /// device to finish first.
+    pub(crate) fn reset(&'static self) -> Result<()> {
+        let mut st = self.ctx.write();
+        // SAFETY: no call of the crate is using the context (the write lock excludes them);
+        // handles made in it are invalidated below through the generation.
+        driver::check(
+            unsafe { sys::cuDevicePrimaryCtxReset_v2(self.raw) },
+            "cuDevicePrimaryCtxReset",
+        )?;
+        if !st.ctx.is_null() {
+            // Reset does not release a retain; drop ours so that the next use retains afresh.
+            // SAFETY: the crate holds exactly one retain of this context.
+            driver::check(
+                unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.raw) },
+                "cuDevicePrimaryCtxRelease",
+            )?;
+        }
+        st.ctx = Raw::null();
+        st.generation = 0;
+        self.sticky.store(0, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Enters device `ordinal` (see [`DeviceState::enter`]).
+#[inline]
+pub(crate) fn enter(ordinal: i32) -> Result<Active> {
+    device_state(ordinal)?.enter()
+}
+
+/// Enters the calling thread's current device.
+#[inline]
+pub(crate) fn enter_current() -> Result<Active> {
+    enter(current_ordinal())
+}
+
+/// Enters the device of a handle made in context generation `generation`, failing if the device
+/// was reset since.
+#[inline]
+pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) -> Result<Active> {
+    let a = enter(ordinal)?;
+    a.expect_generation(generation, what)?;
+    Ok(a)
+}

@@ -1,0 +1,334 @@
+//! Errors: every `cudaError_t` of the CUDA 13.0 runtime, the crate's own validation errors, and
+//! the per-thread last error (`cudaGetLastError` / `cudaPeekAtLastError`).
+//!
+//! Every failing call of the crate returns `Err` and records the error as the calling thread's
+//! last error. Each [`Error`] maps to the [`ErrorCode`] libcudart would return
+//! ([`Error::code`]), whose number, name and description match `cudaGetErrorName` and
+//! `cudaGetErrorString`.
+
+mod codes;
+
+use std::cell::RefCell;
+use std::fmt;
+
+pub use codes::ErrorCode;
+
+/// A `Result` whose error is the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every way a call of this crate can fail.
+///
+/// Errors reported by the driver (or implied by the runtime's rules) are [`Error::Cuda`], carrying
+/// the runtime's [`ErrorCode`] and, where the driver reported it, the raw `CUresult` number.
+/// Validation failures caught before any driver call have variants of their own that carry the
+/// offending values; [`Error::code`] still gives the code libcudart returns for them.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// An error with a runtime error code, from the driver or from the runtime's own rules.
+    #[error("{}", fmt_cuda(*.code, *.driver, .call))]
+    Cuda {
+        /// The runtime's error code (`cudaError_t`).
+        code: ErrorCode,
+        /// The driver's `CUresult` number, when the error came from a driver call. Kept as a
+        /// number so that codes of drivers newer than the bindings survive.
+        driver: Option<u32>,
+        /// The driver or runtime function that failed.
+        call: &'static str,
+    },
+    /// libcuda could not be loaded (`cudaErrorInsufficientDriver`).
+    #[error("no NVIDIA driver was found (libcuda could not be loaded); install an NVIDIA driver for CUDA 13.0 or newer")]
+    NoDriver,
+    /// The installed driver is older than the CUDA version this crate implements
+    /// (`cudaErrorInsufficientDriver`).
+    #[error("the NVIDIA driver supports CUDA {}, but this crate needs CUDA {} or newer; update the driver", fmt_version(*.found), fmt_version(*.required))]
+    DriverTooOld {
+        /// The version `cuDriverGetVersion` reported (1000 * major + 10 * minor).
+        found: i32,
+        /// The version this crate needs.
+        required: i32,
+    },
+    /// A device ordinal outside `0..count` (`cudaErrorInvalidDevice`).
+    #[error("invalid device ordinal {ordinal}: there are {count} CUDA device(s)")]
+    InvalidDevice {
+        /// The ordinal asked for.
+        ordinal: i32,
+        /// How many devices the driver reports.
+        count: i32,
+    },
+    /// The driver is present but reports no CUDA-capable device (`cudaErrorNoDevice`).
+    #[error("no CUDA-capable device is detected")]
+    NoDevice,
+    /// A handle made before its device was reset (`cudaErrorContextIsDestroyed`).
+    #[error("{what} belongs to device {device}'s context that was destroyed by a device reset")]
+    ContextDestroyed {
+        /// What kind of handle was used.
+        what: &'static str,
+        /// The device it belongs to.
+        device: i32,
+    },
+    /// A sticky error: an earlier failure corrupted the device's context, and every call on that
+    /// device reports it until the device is reset.
+    #[error("device {device} is unusable until it is reset: {code} ({})", .code.description())]
+    Sticky {
+        /// The device whose context is corrupted.
+        device: i32,
+        /// The error that corrupted it.
+        code: ErrorCode,
+    },
+    /// A flag value with bits the call does not accept (`cudaErrorInvalidValue`).
+    #[error("invalid flags {flags:#x} for {call}: the accepted bits are {allowed:#x}")]
+    InvalidFlags {
+        /// The call that refused them.
+        call: &'static str,
+        /// The flags given.
+        flags: u32,
+        /// The mask of flags the call accepts.
+        allowed: u32,
+    },
+    /// An argument outside the values the call accepts (`cudaErrorInvalidValue`).
+    #[error("invalid value for {what}: {value} ({reason})")]
+    InvalidValue {
+        /// The argument.
+        what: &'static str,
+        /// Its value, printed.
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Two lengths that must match do not (`cudaErrorInvalidValue`).
+    #[error("length mismatch in {what}: expected {expected} elements, got {actual}")]
+    LengthMismatch {
+        /// The operation.
+        what: &'static str,
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        actual: usize,
+    },
+    /// A range outside the object it indexes (`cudaErrorInvalidValue`).
+    #[error("range {start}..{end} is out of bounds for {what} of length {len}")]
+    OutOfRange {
+        /// The object indexed.
+        what: &'static str,
+        /// Start of the range.
+        start: usize,
+        /// End of the range (exclusive).
+        end: usize,
+        /// Length of the object.
+        len: usize,
+    },
+    /// A closure given to `launch_host_fn` panicked.
+    #[error("host function panicked: {message}")]
+    HostFnPanicked {
+        /// The panic's message, where it was a string.
+        message: String,
+    },
+}
+
+fn fmt_version(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+fn fmt_cuda(code: ErrorCode, driver: Option<u32>, call: &str) -> String {
+    match driver {
+        Some(d) if codes::driver_name(d).is_none() => format!(
+            "{call} failed: {} ({}); driver code {d} is unknown to this crate",
+            code.name(),
+            code.description()
+        ),
+        Some(d) => format!(
+            "{call} failed: {} ({}) [{}]",
+            code.name(),
+            code.description(),
+            codes::driver_name(d).unwrap_or("?")
+        ),
+        None => format!("{call}: {} ({})", code.name(), code.description()),
+    }
+}
+
+impl Error {
+    /// An error from a driver call that returned `code` (a `CUresult` number).
+    pub(crate) fn from_driver(code: u32, call: &'static str) -> Self {
+        Error::Cuda {
+            code: ErrorCode::from_driver(code),
+            driver: Some(code),
+            call,
+        }
+    }
+
+    /// An error with a runtime code, raised by the crate's runtime rules (`call` names the
+    /// runtime function).
+    pub(crate) fn runtime(code: ErrorCode, call: &'static str) -> Self {
+        Error::Cuda {
+            code,
+            driver: None,
+            call,
+        }
+    }
+
+    /// The runtime error code libcudart returns for this error (`cudaError_t`).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Cuda { code, .. } | Error::Sticky { code, .. } => *code,
+            Error::NoDriver | Error::DriverTooOld { .. } => ErrorCode::InsufficientDriver,
+            Error::InvalidDevice { .. } => ErrorCode::InvalidDevice,
+            Error::NoDevice => ErrorCode::NoDevice,
+            Error::ContextDestroyed { .. } => ErrorCode::ContextIsDestroyed,
+            Error::InvalidFlags { .. }
+            | Error::InvalidValue { .. }
+            | Error::LengthMismatch { .. }
+            | Error::OutOfRange { .. } => ErrorCode::InvalidValue,
+            Error::HostFnPanicked { .. } => ErrorCode::Unknown,
+        }
+    }
+
+    /// The driver's raw `CUresult` number, when the error came from a driver call.
+    pub fn driver_code(&self) -> Option<u32> {
+        match self {
+            Error::Cuda { driver, .. } => *driver,
+            _ => None,
+        }
+    }
+
+    /// Whether this error corrupts its context (see [`ErrorCode::is_sticky`]).
+    pub fn is_sticky(&self) -> bool {
+        self.code().is_sticky()
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `cudaGetErrorName` for any number: the `cudaError...` name, `"cudaSuccess"` for 0, and
+/// `"cudaErrorUnknown"`-style text for numbers the runtime does not define.
+#[doc(alias = "cudaGetErrorName")]
+pub fn error_name(code: u32) -> &'static str {
+    match code {
+        0 => "cudaSuccess",
+        n => ErrorCode::from_number(n).map_or("unrecognized error code", ErrorCode::name),
+    }
+}
+
+/// `cudaGetErrorString` for any number: the runtime's description of the error.
+#[doc(alias = "cudaGetErrorString")]
+pub fn error_string(code: u32) -> &'static str {
+    match code {
+        0 => "no error",
+        n => ErrorCode::from_number(n).map_or("unrecognized error code", ErrorCode::description),
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// Records `e` as the calling thread's last error.
+pub(crate) fn set_last_error(e: &Error) {
+    LAST_ERROR.with(|l| *l.borrow_mut() = Some(e.clone()));
+}
+
+/// Records the error of `r`, if any, as the calling thread's last error, and passes `r` on.
+/// Every public fallible function ends with this.
+#[inline(always)]
+pub(crate) fn record<T>(r: Result<T>) -> Result<T> {
+    if let Err(e) = &r {
+        set_last_error(e);
+    }
+    r
+}
+
+/// Returns the last error of any call made by this thread and clears it
+/// (`cudaGetLastError`). A sticky error of the current device is never cleared: it is returned
+/// again until the device is reset.
+#[doc(alias = "cudaGetLastError")]
+pub fn get_last_error() -> Option<Error> {
+    let last = LAST_ERROR.with(|l| l.borrow_mut().take());
+    if let Some(sticky) = crate::context::current_sticky() {
+        set_last_error(&sticky);
+        return Some(sticky);
+    }
+    last
+}
+
+/// Returns the last error of any call made by this thread without clearing it
+/// (`cudaPeekAtLastError`).
+#[doc(alias = "cudaPeekAtLastError")]
+pub fn peek_at_last_error() -> Option<Error> {
+    if let Some(sticky) = crate::context::current_sticky() {
+        return Some(sticky);
+    }
+    LAST_ERROR.with(|l| l.borrow().clone())
+}
+
+/// An error met where it could not be returned (in `Drop`), kept on its device with the call that
+/// failed. See [`crate::Device::take_deferred_errors`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeferredError {
+    /// What was being dropped or released.
+    pub during: &'static str,
+    /// The error.
+    pub error: Error,
+}
+
+impl fmt::Display for DeferredError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "while {}: {}", self.during, self.error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_error_is_per_thread_and_cleared_by_get() {
+        assert_eq!(peek_at_last_error(), None);
+        let e = Error::InvalidDevice {
+            ordinal: 7,
+            count: 1,
+        };
+        let r: Result<()> = record(Err(e.clone()));
+        assert_eq!(r.unwrap_err(), e);
+        assert_eq!(peek_at_last_error(), Some(e.clone()));
+        assert_eq!(peek_at_last_error(), Some(e.clone()));
+        std::thread::spawn(|| assert_eq!(peek_at_last_error(), None))
+            .join()
+            .unwrap();
+        assert_eq!(get_last_error(), Some(e));
+        assert_eq!(get_last_error(), None);
+        let ok: Result<u32> = record(Ok(3));
+        assert_eq!(ok, Ok(3));
+        assert_eq!(peek_at_last_error(), None);
+    }
+
+    #[test]
+    fn validation_errors_name_their_values_and_map_to_runtime_codes() {
+        let e = Error::LengthMismatch {
+            what: "memcpy_htod",
+            expected: 10,
+            actual: 12,
+        };
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        let s = e.to_string();
+        assert!(s.contains("10") && s.contains("12"), "{s}");
+        let e = Error::InvalidDevice {
+            ordinal: 3,
+            count: 1,
+        };
+        assert_eq!(e.code(), ErrorCode::InvalidDevice);
+        assert_eq!(e.code().number(), 101);
+        assert!(e.to_string().contains('3'));
+    }
+
+    #[test]
+    fn free_functions_follow_the_runtime_for_success_and_unknown_numbers() {
+        assert_eq!(error_name(0), "cudaSuccess");
+        assert_eq!(error_string(0), "no error");
+        assert_eq!(error_name(1), "cudaErrorInvalidValue");
+        assert_eq!(error_name(123_456), "unrecognized error code");
+    }
+}

@@ -1,0 +1,21 @@
+//! # cuda-runtime
+//!
+//! NVIDIA's CUDA runtime API (libcudart) reimplemented as a safe Rust library over the CUDA
+//! driver API. Building needs no CUDA toolkit; running needs an NVIDIA driver for CUDA 13.0 or
+//! newer.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod context;
+pub mod device;
+mod driver;
+pub mod error;
+
+pub use device::{
+    device_count, driver_version, get_device, runtime_version, set_device, CacheConfig, Device,
+    DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
+};
+pub use error::{
+    error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
+    Result,
+};
