@@ -60,7 +60,10 @@ fn runtime() -> Result<&'static Runtime> {
             for ordinal in 0..count {
                 let mut raw: sys::CUdevice = 0;
                 // SAFETY: `ordinal` is below the count the driver reported.
-                driver::check(unsafe { sys::cuDeviceGet(&mut raw, ordinal) }, "cuDeviceGet")?;
+                driver::check(
+                    unsafe { sys::cuDeviceGet(&mut raw, ordinal) },
+                    "cuDeviceGet",
+                )?;
                 devices.push(DeviceState {
                     ordinal,
                     raw,
@@ -237,7 +240,10 @@ impl DeviceState {
             let generation = guard.generation;
             if THREAD.with(|t| t.bound.get()) != generation {
                 // SAFETY: the context is retained and cannot be reset while `guard` is held.
-                driver::check(unsafe { sys::cuCtxSetCurrent(guard.ctx.0) }, "cuCtxSetCurrent")?;
+                driver::check(
+                    unsafe { sys::cuCtxSetCurrent(guard.ctx.0) },
+                    "cuCtxSetCurrent",
+                )?;
                 THREAD.with(|t| t.bound.set(generation));
             }
             return Ok(Active { dev: self, guard });

@@ -217,7 +217,9 @@ impl Device {
 
     /// Every device, in ordinal order.
     pub fn all() -> Result<Vec<Device>> {
-        Ok((0..device_count()?).map(|ordinal| Device { ordinal }).collect())
+        Ok((0..device_count()?)
+            .map(|ordinal| Device { ordinal })
+            .collect())
     }
 
     /// The device's ordinal.

@@ -1,0 +1,56 @@
+//! The GPU test binary: every test that needs a GPU, one module per runtime area.
+//!
+//! Without a usable driver and device every test is reported as *ignored*, and the reason is
+//! printed first. With `CUDA_RUNTIME_REQUIRE_GPU=1` they run anyway, so a missing GPU fails them.
+//! Tests marked exclusive (device reset, device flags) run while no other test runs.
+
+mod common;
+mod device;
+
+use std::sync::RwLock;
+
+use common::GpuTest;
+use libtest_mimic::{Arguments, Failed, Trial};
+
+static EXCLUSIVE: RwLock<()> = RwLock::new(());
+
+fn gpu_unavailable() -> Option<String> {
+    match cuda_runtime::device_count() {
+        Err(e) => Some(e.to_string()),
+        Ok(0) => Some("the driver reports no CUDA device".into()),
+        Ok(_) => None,
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let require = std::env::var("CUDA_RUNTIME_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let skip = if require { None } else { gpu_unavailable() };
+    if let Some(reason) = &skip {
+        eprintln!("GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)");
+    }
+    let all: Vec<&GpuTest> = [device::TESTS].into_iter().flatten().collect();
+    let trials = all
+        .into_iter()
+        .map(|t| {
+            let (f, exclusive) = (t.run, t.exclusive);
+            Trial::test(t.name, move || -> Result<(), Failed> {
+                let _guard = if exclusive {
+                    (
+                        None,
+                        Some(EXCLUSIVE.write().unwrap_or_else(|p| p.into_inner())),
+                    )
+                } else {
+                    (
+                        Some(EXCLUSIVE.read().unwrap_or_else(|p| p.into_inner())),
+                        None,
+                    )
+                };
+                f();
+                Ok(())
+            })
+            .with_ignored_flag(skip.is_some())
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
