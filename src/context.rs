@@ -12,7 +12,7 @@
 //!   exclusively, so a reset never frees state that another thread's call is using.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
@@ -279,7 +279,84 @@ impl DeviceState {
 /// Enters device `ordinal` (see [`DeviceState::enter`]).
 #[inline]
 pub(crate) fn enter(ordinal: i32) -> Result<Active> {
+    run_orphans();
     device_state(ordinal)?.enter()
+}
+
+/// For `Drop`: enters the device of a handle made in context generation `generation` if that
+/// context is still the live one, without creating a context. `Ok(None)`: the context was reset
+/// and the handle's driver state died with it.
+pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
+    let dev = device_state(ordinal)?;
+    let guard = dev.ctx.read_recursive();
+    if guard.generation != generation || guard.ctx.is_null() {
+        return Ok(None);
+    }
+    if THREAD.with(|t| t.bound.get()) != generation {
+        // SAFETY: the context is retained and cannot be reset while `guard` is held.
+        driver::check(
+            unsafe { sys::cuCtxSetCurrent(guard.ctx.0) },
+            "cuCtxSetCurrent",
+        )?;
+        THREAD.with(|t| t.bound.set(generation));
+    }
+    Ok(Some(Active { dev, guard }))
+}
+
+thread_local! {
+    static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as running a host function (`cudaLaunchHostFunc`), where CUDA calls
+/// are forbidden: objects dropped there hand their release to [`defer_release`].
+pub(crate) struct HostFnScope(());
+
+impl HostFnScope {
+    pub(crate) fn enter() -> HostFnScope {
+        IN_HOST_FN.with(|f| f.set(true));
+        HostFnScope(())
+    }
+}
+
+impl Drop for HostFnScope {
+    fn drop(&mut self) {
+        IN_HOST_FN.with(|f| f.set(false));
+    }
+}
+
+/// Whether the calling thread is inside a host function.
+pub(crate) fn in_host_fn() -> bool {
+    IN_HOST_FN.with(|f| f.get())
+}
+
+type Orphan = Box<dyn FnOnce() + Send>;
+static ORPHANS: Mutex<Vec<Orphan>> = Mutex::new(Vec::new());
+static HAVE_ORPHANS: AtomicBool = AtomicBool::new(false);
+
+/// Queues a release that cannot run now (inside a host function); the next call of the crate
+/// that enters a device runs it.
+pub(crate) fn defer_release(f: impl FnOnce() + Send + 'static) {
+    ORPHANS.lock().push(Box::new(f));
+    HAVE_ORPHANS.store(true, Ordering::Release);
+}
+
+#[inline]
+fn run_orphans() {
+    if HAVE_ORPHANS.load(Ordering::Relaxed) && !in_host_fn() {
+        run_orphans_slow();
+    }
+}
+
+#[cold]
+fn run_orphans_slow() {
+    let list = {
+        let mut o = ORPHANS.lock();
+        HAVE_ORPHANS.store(false, Ordering::Release);
+        std::mem::take(&mut *o)
+    };
+    for f in list {
+        f();
+    }
 }
 
 /// Enters the calling thread's current device.
@@ -295,4 +372,31 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
     let a = enter(ordinal)?;
     a.expect_generation(generation, what)?;
     Ok(a)
+}
+
+/// Releases driver state of a handle from `Drop`: runs `f` in the handle's context if that
+/// context is still live (after a reset there is nothing to release), defers it when called
+/// inside a host function, and records any error as the device's deferred error.
+pub(crate) fn release(
+    ordinal: i32,
+    generation: u64,
+    during: &'static str,
+    f: impl FnOnce(&Active) -> Result<()> + Send + 'static,
+) {
+    if in_host_fn() {
+        defer_release(move || release(ordinal, generation, during, f));
+        return;
+    }
+    let Ok(dev) = device_state(ordinal) else {
+        return;
+    };
+    match enter_live(ordinal, generation) {
+        Ok(Some(a)) => {
+            if let Err(e) = f(&a) {
+                dev.defer(during, e);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => dev.defer(during, e),
+    }
 }

@@ -19,3 +19,12 @@ pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
     Result,
 };
+pub mod event;
+pub mod memory;
+pub mod stream;
+
+pub use event::{Event, EventFlags};
+pub use memory::{DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut, DeviceWrite};
+pub use stream::{
+    default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
+};

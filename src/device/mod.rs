@@ -209,6 +209,10 @@ impl Device {
         record(device_state(ordinal).map(|_| Device { ordinal }))
     }
 
+    pub(crate) fn from_ordinal_unchecked(ordinal: i32) -> Device {
+        Device { ordinal }
+    }
+
     /// The calling thread's current device (`cudaGetDevice`).
     #[doc(alias = "cudaGetDevice")]
     pub fn current() -> Result<Device> {

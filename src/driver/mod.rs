@@ -82,9 +82,22 @@ pub(crate) fn init() -> Result<(), Error> {
 
 /// A raw handle that may cross threads. Driver handles are plain identifiers that the driver
 /// lets any thread use; the wrapper only exists because raw pointers are not `Send`/`Sync`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug)]
 #[repr(transparent)]
 pub(crate) struct Raw<T>(pub(crate) *mut T);
+
+impl<T> Clone for Raw<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Raw<T> {}
+impl<T> PartialEq for Raw<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl<T> Eq for Raw<T> {}
 
 // SAFETY: the driver's handles (contexts, streams, events, modules, functions) are usable from any
 // host thread; the driver synchronises its own state. The crate never dereferences them.
@@ -95,6 +108,10 @@ unsafe impl<T> Sync for Raw<T> {}
 impl<T> Raw<T> {
     pub(crate) const fn null() -> Self {
         Raw(std::ptr::null_mut())
+    }
+    /// The pointer (a method, so that closures capture the `Send` wrapper, not the field).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
     }
     pub(crate) fn is_null(self) -> bool {
         self.0.is_null()

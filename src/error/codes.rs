@@ -58,12 +58,14 @@ error_codes! {
     MemoryAllocation = 2, "cudaErrorMemoryAllocation", "out of memory";
     InitializationError = 3, "cudaErrorInitializationError", "initialization error";
     CudartUnloading = 4, "cudaErrorCudartUnloading", "driver shutting down";
+    InvalidConfiguration = 9, "cudaErrorInvalidConfiguration", "invalid configuration argument";
     InsufficientDriver = 35, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version";
     NoDevice = 100, "cudaErrorNoDevice", "no CUDA-capable device is detected";
     InvalidDevice = 101, "cudaErrorInvalidDevice", "invalid device ordinal";
     ContextIsDestroyed = 709, "cudaErrorContextIsDestroyed", "context is destroyed";
     IllegalAddress = 700, "cudaErrorIllegalAddress", "an illegal memory access was encountered";
     NotReady = 600, "cudaErrorNotReady", "device not ready";
+    InvalidResourceHandle = 400, "cudaErrorInvalidResourceHandle", "invalid resource handle";
     Unknown = 999, "cudaErrorUnknown", "unknown error";
 }
 

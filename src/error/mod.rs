@@ -118,6 +118,58 @@ pub enum Error {
         /// Length of the object.
         len: usize,
     },
+    /// Work submitted to a stream of another device than the current one
+    /// (`cudaErrorInvalidResourceHandle`, as libcudart reports it).
+    #[error("{call}: the stream belongs to device {stream_device}, but the current device is {current_device}")]
+    WrongDevice {
+        /// The call.
+        call: &'static str,
+        /// The stream's device.
+        stream_device: i32,
+        /// The calling thread's current device.
+        current_device: i32,
+    },
+    /// Two objects that must be on the same device are not (`cudaErrorInvalidResourceHandle`).
+    #[error("{call}: {what} is on device {found}, but device {expected} was required")]
+    DeviceMismatch {
+        /// The call.
+        call: &'static str,
+        /// The object on the wrong device.
+        what: &'static str,
+        /// Its device.
+        found: i32,
+        /// The device required.
+        expected: i32,
+    },
+    /// A launch configuration outside the device's or kernel's limits
+    /// (`cudaErrorInvalidConfiguration`).
+    #[error("invalid launch configuration: {what} is {value}, but the limit is {limit}")]
+    InvalidConfiguration {
+        /// The offending part (e.g. `"block.x"`, `"threads per block"`, `"dynamic shared memory"`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+        /// The limit it exceeds (or the minimum, for zero dimensions).
+        limit: u64,
+    },
+    /// Kernel arguments that do not match the kernel's parameter list (`cudaErrorInvalidValue`).
+    #[error("kernel {kernel}: {detail}")]
+    KernelArguments {
+        /// The kernel's name.
+        kernel: String,
+        /// What does not match.
+        detail: String,
+    },
+    /// A symbol whose size does not match the host type (`cudaErrorInvalidValue`).
+    #[error("symbol {name} is {symbol_size} bytes, but the host type is {host_size} bytes")]
+    SymbolSize {
+        /// The symbol's name.
+        name: String,
+        /// Its size on the device.
+        symbol_size: usize,
+        /// The size of the host type.
+        host_size: usize,
+    },
     /// A closure given to `launch_host_fn` panicked.
     #[error("host function panicked: {message}")]
     HostFnPanicked {
@@ -178,7 +230,13 @@ impl Error {
             Error::InvalidFlags { .. }
             | Error::InvalidValue { .. }
             | Error::LengthMismatch { .. }
-            | Error::OutOfRange { .. } => ErrorCode::InvalidValue,
+            | Error::OutOfRange { .. }
+            | Error::KernelArguments { .. }
+            | Error::SymbolSize { .. } => ErrorCode::InvalidValue,
+            Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
+                ErrorCode::InvalidResourceHandle
+            }
+            Error::InvalidConfiguration { .. } => ErrorCode::InvalidConfiguration,
             Error::HostFnPanicked { .. } => ErrorCode::Unknown,
         }
     }

@@ -1,0 +1,205 @@
+//! Events: markers recorded in streams, for synchronisation, cross-stream (and cross-device)
+//! waits, and timing.
+
+use bitflags::bitflags;
+
+use crate::context::{self, Active};
+use crate::driver::{self, sys, Raw};
+use crate::error::{record, Error, Result};
+use crate::stream::Stream;
+
+bitflags! {
+    /// Event creation flags (`cudaEventCreateWithFlags`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct EventFlags: u32 {
+        /// The host blocks on a synchronisation primitive instead of spinning in
+        /// [`Event::synchronize`] (`cudaEventBlockingSync`).
+        const BLOCKING_SYNC = 0x1;
+        /// The event records no timing data, which makes it cheaper (`cudaEventDisableTiming`).
+        const DISABLE_TIMING = 0x2;
+        /// The event may be shared between processes; requires `DISABLE_TIMING`
+        /// (`cudaEventInterprocess`).
+        const INTERPROCESS = 0x4;
+    }
+}
+
+/// A CUDA event (`cudaEvent_t`), created on the current device.
+///
+/// Destroyed (`cudaEventDestroy`) on drop; as in libcudart, destroying an event whose recorded
+/// work is pending is allowed and its resources are released once that work completes.
+#[derive(Debug)]
+pub struct Event {
+    raw: Raw<sys::CUevent_st>,
+    device: i32,
+    generation: u64,
+    flags: EventFlags,
+}
+
+impl Event {
+    /// Creates an event with default flags on the current device (`cudaEventCreate`).
+    #[doc(alias = "cudaEventCreate")]
+    pub fn new() -> Result<Event> {
+        Event::with_flags(EventFlags::empty())
+    }
+
+    /// Creates an event with flags on the current device (`cudaEventCreateWithFlags`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for `INTERPROCESS` without `DISABLE_TIMING`, as libcudart.
+    #[doc(alias = "cudaEventCreateWithFlags")]
+    pub fn with_flags(flags: EventFlags) -> Result<Event> {
+        record((|| {
+            if flags.contains(EventFlags::INTERPROCESS)
+                && !flags.contains(EventFlags::DISABLE_TIMING)
+            {
+                return Err(Error::InvalidValue {
+                    what: "event flags",
+                    value: format!("{:#x}", flags.bits()),
+                    reason: "INTERPROCESS events must also set DISABLE_TIMING",
+                });
+            }
+            let a = context::enter_current()?;
+            let mut raw: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: the context is current; valid out-parameter; known flag bits only.
+            a.check(
+                unsafe { sys::cuEventCreate(&mut raw, flags.bits()) },
+                "cuEventCreate",
+            )?;
+            Ok(Event {
+                raw: Raw(raw),
+                device: a.dev.ordinal,
+                generation: a.generation(),
+                flags,
+            })
+        })())
+    }
+
+    /// The raw driver handle (`CUevent`).
+    pub fn as_raw(&self) -> sys::CUevent {
+        self.raw.0
+    }
+
+    /// The flags the event was created with.
+    pub fn flags(&self) -> EventFlags {
+        self.flags
+    }
+
+    /// The device the event was created on.
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.device)
+    }
+
+    fn enter(&self) -> Result<Active> {
+        context::enter_handle(self.device, self.generation, "event")
+    }
+
+    /// The raw handle after checking that the event survived every reset.
+    pub(crate) fn checked_raw(&self) -> Result<sys::CUevent> {
+        let a = self.enter()?;
+        drop(a);
+        Ok(self.raw.0)
+    }
+
+    /// Records the event in `stream` (`cudaEventRecord`): it completes when all work queued in
+    /// the stream so far is done. Re-recording replaces the earlier capture. Does not block.
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when the stream belongs to another device than the event, as
+    /// libcudart.
+    #[doc(alias = "cudaEventRecord")]
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        record((|| {
+            if stream.inner.device != self.device {
+                return Err(Error::DeviceMismatch {
+                    call: "cudaEventRecord",
+                    what: "the stream",
+                    found: stream.inner.device,
+                    expected: self.device,
+                });
+            }
+            let a = self.enter()?;
+            a.expect_generation(stream.inner.generation, "stream")?;
+            // SAFETY: event and stream are live in the current context.
+            a.check(
+                unsafe { sys::cuEventRecord(self.raw.0, stream.as_raw()) },
+                "cuEventRecord",
+            )
+        })())
+    }
+
+    /// Whether the work the event captured is done (`cudaEventQuery`): `Ok(true)` when done or
+    /// never recorded, `Ok(false)` while pending (`cudaErrorNotReady`, not recorded as an error).
+    #[doc(alias = "cudaEventQuery")]
+    pub fn query(&self) -> Result<bool> {
+        record((|| {
+            let a = self.enter()?;
+            // SAFETY: live event.
+            match driver::rc(unsafe { sys::cuEventQuery(self.raw.0) }) {
+                0 => Ok(true),
+                600 => Ok(false),
+                code => Err(a.dev.note(Error::from_driver(code, "cuEventQuery"))),
+            }
+        })())
+    }
+
+    /// Blocks the host until the work the event captured is done (`cudaEventSynchronize`).
+    /// Returns at once for an event never recorded.
+    #[doc(alias = "cudaEventSynchronize")]
+    pub fn synchronize(&self) -> Result<()> {
+        record((|| {
+            let a = self.enter()?;
+            // SAFETY: live event.
+            a.check(
+                unsafe { sys::cuEventSynchronize(self.raw.0) },
+                "cuEventSynchronize",
+            )
+        })())
+    }
+
+    /// Milliseconds between two completed events (`cudaEventElapsedTime`), resolution about
+    /// half a microsecond.
+    ///
+    /// # Errors
+    /// As libcudart: `cudaErrorInvalidResourceHandle` when either event was created with
+    /// `DISABLE_TIMING` or never recorded, `cudaErrorNotReady` while either is pending.
+    #[doc(alias = "cudaEventElapsedTime")]
+    pub fn elapsed_time(start: &Event, end: &Event) -> Result<f32> {
+        record((|| {
+            let a = start.enter()?;
+            if end.device != start.device {
+                return Err(Error::DeviceMismatch {
+                    call: "cudaEventElapsedTime",
+                    what: "the end event",
+                    found: end.device,
+                    expected: start.device,
+                });
+            }
+            a.expect_generation(end.generation, "event")?;
+            let mut ms = 0f32;
+            // SAFETY: both events are live in the current context; valid out-parameter.
+            a.check(
+                unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw.0, end.raw.0) },
+                "cuEventElapsedTime",
+            )?;
+            Ok(ms)
+        })())
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let raw = self.raw;
+        context::release(
+            self.device,
+            self.generation,
+            "destroying an event",
+            move |a| {
+                // SAFETY: the event is live in this context and this was its only handle.
+                a.check(
+                    unsafe { sys::cuEventDestroy_v2(raw.get()) },
+                    "cuEventDestroy",
+                )
+            },
+        );
+    }
+}

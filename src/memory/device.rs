@@ -1,0 +1,908 @@
+//! Linear device memory: `cudaMalloc`, `cudaMallocAsync`, views, copies and memsets.
+
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::DeviceRepr;
+use crate::context::{self, Active};
+use crate::driver::{sys, Raw};
+use crate::error::{record, Error, Result};
+use crate::stream::{self, Stream};
+
+/// The allocation behind a buffer, shared by reference with its views. (Public in a private
+/// module: unnameable outside the crate.)
+#[derive(Debug)]
+pub struct Alloc {
+    pub(crate) ptr: u64,
+    pub(crate) bytes: usize,
+    pub(crate) device: i32,
+    pub(crate) generation: u64,
+    /// The stream of a stream-ordered allocation (`cudaMallocAsync`), freed there.
+    home: Option<Stream>,
+    /// Set when asynchronous work outside `home` used the memory; the drop then waits.
+    foreign: AtomicBool,
+}
+
+impl Alloc {
+    /// Notes that work queued on `raw` uses the memory.
+    #[inline]
+    fn used_on(&self, raw: sys::CUstream) {
+        let home = self.home.as_ref().map(|s| s.as_raw());
+        if home != Some(raw) && !self.foreign.load(Ordering::Relaxed) {
+            self.foreign.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Checks that work on `stream` may use the memory.
+    #[inline]
+    fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<()> {
+        if stream.inner.device != self.device {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the buffer",
+                found: self.device,
+                expected: stream.inner.device,
+            });
+        }
+        if stream.inner.generation != self.generation {
+            return Err(Error::ContextDestroyed {
+                what: "buffer or stream",
+                device: self.device,
+            });
+        }
+        Ok(())
+    }
+
+    fn enter(&self) -> Result<Active> {
+        context::enter_handle(self.device, self.generation, "device buffer")
+    }
+}
+
+impl Drop for Alloc {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        let (ptr, home, foreign) = (self.ptr, self.home.take(), *self.foreign.get_mut());
+        let panicking = std::thread::panicking();
+        context::release(
+            self.device,
+            self.generation,
+            "freeing device memory",
+            move |a| {
+                if foreign {
+                    if panicking {
+                        // No GPU waits while unwinding: leak rather than free under running work.
+                        return Err(Error::InvalidValue {
+                            what: "device allocation",
+                            value: format!("{ptr:#x}"),
+                            reason: "leaked: dropped during a panic while device work may use it",
+                        });
+                    }
+                    // SAFETY: the context is current.
+                    a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+                }
+                match home {
+                    // SAFETY: `ptr` is a live stream-ordered allocation of this context; the
+                    // free is ordered after all work on its stream, and other streams' work is
+                    // finished (synchronised above).
+                    Some(s) => a.check(
+                        unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
+                        "cuMemFreeAsync",
+                    ),
+                    // SAFETY: `ptr` is a live allocation of this context with no pending use.
+                    None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
+                }
+            },
+        );
+    }
+}
+
+/// A typed allocation of `len` elements of `T` in device memory (`cudaMalloc` or
+/// `cudaMallocAsync`), freed in stream order on drop (see the [module docs](super)).
+#[derive(Debug)]
+pub struct DeviceBuffer<T: DeviceRepr> {
+    alloc: Alloc,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+/// A shared view of part of a device buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceView<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    alloc: &'a Alloc,
+    _t: PhantomData<&'a [T]>,
+}
+
+/// An exclusive view of part of a device buffer.
+#[derive(Debug)]
+pub struct DeviceViewMut<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    alloc: &'a Alloc,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+mod sealed {
+    pub trait Sealed {
+        /// The allocation behind the memory.
+        fn allocation(&self) -> &super::Alloc;
+    }
+}
+
+/// Device memory that work may read: [`DeviceBuffer`], [`DeviceView`], [`DeviceViewMut`].
+///
+/// Sealed: the crate's safe launches trust the address and length it reports.
+pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
+    /// The device address of the first element.
+    fn device_ptr(&self) -> u64;
+    /// The number of elements.
+    fn len(&self) -> usize;
+    /// Whether there are no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// For the crate's kernel wrappers: checks that work on `stream` may read the memory, notes
+    /// the use, and returns the address and length.
+    #[doc(hidden)]
+    #[inline]
+    fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize)> {
+        let a = self.allocation();
+        a.check_stream(stream, "kernel launch")?;
+        a.used_on(stream.as_raw());
+        Ok((self.device_ptr(), self.len()))
+    }
+}
+
+/// Device memory that work may write: [`DeviceBuffer`] and [`DeviceViewMut`].
+pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
+    /// As [`DeviceRead::kernel_arg`], for a write.
+    #[doc(hidden)]
+    #[inline]
+    fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize)> {
+        self.kernel_arg(stream)
+    }
+}
+
+impl<T: DeviceRepr> sealed::Sealed for DeviceBuffer<T> {
+    fn allocation(&self) -> &Alloc {
+        &self.alloc
+    }
+}
+impl<T: DeviceRepr> sealed::Sealed for DeviceView<'_, T> {
+    fn allocation(&self) -> &Alloc {
+        self.alloc
+    }
+}
+impl<T: DeviceRepr> sealed::Sealed for DeviceViewMut<'_, T> {
+    fn allocation(&self) -> &Alloc {
+        self.alloc
+    }
+}
+
+impl<T: DeviceRepr> DeviceRead<T> for DeviceBuffer<T> {
+    fn device_ptr(&self) -> u64 {
+        self.alloc.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+impl<T: DeviceRepr> DeviceWrite<T> for DeviceBuffer<T> {}
+
+impl<T: DeviceRepr> DeviceRead<T> for DeviceView<'_, T> {
+    fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T: DeviceRepr> DeviceRead<T> for DeviceViewMut<'_, T> {
+    fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+impl<T: DeviceRepr> DeviceWrite<T> for DeviceViewMut<'_, T> {}
+
+/// Resolves a range against a length, as an error instead of a panic.
+pub(crate) fn resolve_range(
+    range: impl RangeBounds<usize>,
+    len: usize,
+    what: &'static str,
+) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
+        (s, e) => Err(Error::OutOfRange {
+            what,
+            start: s.unwrap_or(usize::MAX),
+            end: e.unwrap_or(usize::MAX),
+            len,
+        }),
+    }
+}
+
+fn byte_len<T>(len: usize, what: &'static str) -> Result<usize> {
+    len.checked_mul(size_of::<T>())
+        .ok_or_else(|| Error::InvalidValue {
+            what,
+            value: format!("{len} elements of {} bytes", size_of::<T>()),
+            reason: "the size in bytes overflows usize",
+        })
+}
+
+/// Where an operation runs: a stream, or "stream 0" of the memory's device for the calls
+/// without a stream.
+#[derive(Clone, Copy)]
+enum On<'s> {
+    Stream(&'s Stream),
+    Default,
+}
+
+impl On<'_> {
+    /// Enters the device and returns the raw stream the work goes to.
+    fn enter(self, alloc: &Alloc, call: &'static str) -> Result<(Active, sys::CUstream)> {
+        match self {
+            On::Stream(s) => {
+                alloc.check_stream(s, call)?;
+                let a = s.enter()?;
+                Ok((a, s.as_raw()))
+            }
+            On::Default => Ok((alloc.enter()?, stream::default_raw())),
+        }
+    }
+}
+
+/// Whether host memory at `ptr..ptr+bytes` is page-locked (so the DMA engine may use it after a
+/// call returns).
+fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
+    let probe = |p: *const u8| {
+        let mut ty = 0u32;
+        // SAFETY: the attribute query only inspects the address; `ty` is a valid out-parameter
+        // of the attribute's size (an unsigned int).
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut ty as *mut u32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                p as sys::CUdeviceptr,
+            )
+        };
+        crate::driver::rc(r) == 0 && ty == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+    };
+    bytes > 0 && (probe(ptr) || probe(ptr.wrapping_add(bytes - 1)))
+}
+
+// The operations, shared by buffers and views.
+
+fn copy_htod<T: DeviceRepr>(
+    dst: &(impl DeviceRead<T> + ?Sized),
+    src: &[T],
+    on: On<'_>,
+    call: &'static str,
+) -> Result<()> {
+    if src.len() != dst.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: dst.len(),
+            actual: src.len(),
+        });
+    }
+    let bytes = std::mem::size_of_val(src);
+    if bytes == 0 {
+        return Ok(());
+    }
+    let alloc = dst.allocation();
+    let (a, raw) = on.enter(alloc, call)?;
+    alloc.used_on(raw);
+    // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a live
+    // host slice of `bytes` bytes borrowed for the call.
+    a.check(
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), src.as_ptr().cast(), bytes, raw) },
+        "cuMemcpyHtoDAsync",
+    )?;
+    // Pageable memory has been staged when the call returns; page-locked memory is read by the
+    // DMA engine later, so wait before the borrow ends. The calls without a stream are
+    // synchronous, as cudaMemcpy.
+    if matches!(on, On::Default) || is_page_locked(src.as_ptr().cast(), bytes) {
+        // SAFETY: live stream of the current context.
+        a.check(
+            unsafe { sys::cuStreamSynchronize(raw) },
+            "cuStreamSynchronize",
+        )?;
+    }
+    Ok(())
+}
+
+fn copy_dtoh<T: DeviceRepr>(
+    src: &(impl DeviceRead<T> + ?Sized),
+    dst: &mut [T],
+    on: On<'_>,
+    call: &'static str,
+) -> Result<()> {
+    if src.len() != dst.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: src.len(),
+            actual: dst.len(),
+        });
+    }
+    let bytes = std::mem::size_of_val(dst);
+    if bytes == 0 {
+        return Ok(());
+    }
+    let alloc = src.allocation();
+    let (a, raw) = on.enter(alloc, call)?;
+    // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively borrowed
+    // host slice of `bytes` bytes; `T` is valid for any bit pattern.
+    a.check(
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src.device_ptr(), bytes, raw) },
+        "cuMemcpyDtoHAsync",
+    )?;
+    // The host slice must hold the data before the borrow ends.
+    // SAFETY: live stream of the current context.
+    a.check(
+        unsafe { sys::cuStreamSynchronize(raw) },
+        "cuStreamSynchronize",
+    )
+}
+
+fn copy_dtod<T: DeviceRepr>(
+    dst: &(impl DeviceRead<T> + ?Sized),
+    src: &(impl DeviceRead<T> + ?Sized),
+    on: On<'_>,
+    call: &'static str,
+) -> Result<()> {
+    if src.len() != dst.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: dst.len(),
+            actual: src.len(),
+        });
+    }
+    let bytes = src.len() * size_of::<T>();
+    if bytes == 0 {
+        return Ok(());
+    }
+    let (d, s) = (dst.allocation(), src.allocation());
+    let (a, raw) = on.enter(d, call)?;
+    if s.device != d.device || s.generation != d.generation {
+        return Err(Error::DeviceMismatch {
+            call,
+            what: "the source buffer",
+            found: s.device,
+            expected: d.device,
+        });
+    }
+    d.used_on(raw);
+    s.used_on(raw);
+    // SAFETY: both ranges are live device memory of `bytes` bytes in this context; `dst` is
+    // borrowed exclusively, so they do not overlap.
+    a.check(
+        unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
+        "cuMemcpyDtoDAsync",
+    )
+}
+
+/// Sets `count` elements of `elem` bytes (1, 2 or 4) starting at `ptr` with a pitch of
+/// `pitch` bytes between them (for typed fills) to `pattern`.
+fn memset_raw(
+    a: &Active,
+    raw: sys::CUstream,
+    ptr: u64,
+    elem: usize,
+    pitch: usize,
+    count: usize,
+    pattern: u32,
+) -> Result<()> {
+    // SAFETY (all arms): the caller checked that `count` elements at `pitch` from `ptr` lie in a
+    // live allocation of this context, and `ptr` is aligned to `elem`.
+    unsafe {
+        match (elem, pitch == elem) {
+            (1, true) => a.check(
+                sys::cuMemsetD8Async(ptr, pattern as u8, count, raw),
+                "cuMemsetD8Async",
+            ),
+            (2, true) => a.check(
+                sys::cuMemsetD16Async(ptr, pattern as u16, count, raw),
+                "cuMemsetD16Async",
+            ),
+            (4, true) => a.check(
+                sys::cuMemsetD32Async(ptr, pattern, count, raw),
+                "cuMemsetD32Async",
+            ),
+            (1, false) => a.check(
+                sys::cuMemsetD2D8Async(ptr, pitch, pattern as u8, 1, count, raw),
+                "cuMemsetD2D8Async",
+            ),
+            (2, false) => a.check(
+                sys::cuMemsetD2D16Async(ptr, pitch, pattern as u16, 1, count, raw),
+                "cuMemsetD2D16Async",
+            ),
+            _ => a.check(
+                sys::cuMemsetD2D32Async(ptr, pitch, pattern, 1, count, raw),
+                "cuMemsetD2D32Async",
+            ),
+        }
+    }
+}
+
+fn memset_pattern<T: DeviceRepr>(
+    dst: &(impl DeviceRead<T> + ?Sized),
+    elem: usize,
+    pattern: u32,
+    on: On<'_>,
+    call: &'static str,
+) -> Result<()> {
+    let bytes = dst.len() * size_of::<T>();
+    if bytes % elem != 0 || dst.device_ptr() % elem as u64 != 0 {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("{bytes} bytes at {:#x}", dst.device_ptr()),
+            reason: "the size and address must be multiples of the pattern size",
+        });
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    let alloc = dst.allocation();
+    let (a, raw) = on.enter(alloc, call)?;
+    alloc.used_on(raw);
+    memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
+}
+
+fn fill<T: DeviceRepr>(
+    dst: &(impl DeviceRead<T> + ?Sized),
+    value: T,
+    on: On<'_>,
+    call: &'static str,
+) -> Result<()> {
+    if dst.is_empty() || size_of::<T>() == 0 {
+        return Ok(());
+    }
+    let alloc = dst.allocation();
+    let (a, raw) = on.enter(alloc, call)?;
+    alloc.used_on(raw);
+    let bytes = bytemuck::bytes_of(&value);
+    let size = bytes.len();
+    // The widest word that divides the element and its address; one strided memset per word.
+    let word = [4usize, 2, 1]
+        .into_iter()
+        .find(|&w| size % w == 0 && dst.device_ptr() % w as u64 == 0)
+        .unwrap_or(1);
+    for (k, chunk) in bytes.chunks(word).enumerate() {
+        let pattern = match word {
+            4 => u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+            2 => u16::from_ne_bytes([chunk[0], chunk[1]]) as u32,
+            _ => chunk[0] as u32,
+        };
+        let ptr = dst.device_ptr() + (k * word) as u64;
+        memset_raw(&a, raw, ptr, word, size, dst.len(), pattern)?;
+    }
+    Ok(())
+}
+
+fn view<T: DeviceRepr>(
+    base: u64,
+    len: usize,
+    range: impl RangeBounds<usize>,
+) -> Result<(u64, usize)> {
+    let (s, e) = resolve_range(range, len, "device buffer view")?;
+    Ok((base + (s * size_of::<T>()) as u64, e - s))
+}
+
+/// Operations shared by buffers and views. Generated for each type so that they are inherent
+/// methods (no trait import needed).
+macro_rules! read_ops {
+    () => {
+        /// Copies the device memory into `dst` (`cudaMemcpy`, device to host). Blocks until the
+        /// data is in `dst`.
+        ///
+        /// # Errors
+        /// [`Error::LengthMismatch`] when the lengths differ.
+        #[doc(alias = "cudaMemcpy")]
+        pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+            record(copy_dtoh(
+                self,
+                dst,
+                On::Default,
+                "cudaMemcpy (device to host)",
+            ))
+        }
+
+        /// Copies the device memory into `dst` on `stream` (`cudaMemcpyAsync`, device to host).
+        /// Ordered after earlier work in `stream`; returns once the data is in `dst` (as
+        /// libcudart does for pageable memory), so `dst` is free to use afterwards.
+        #[doc(alias = "cudaMemcpyAsync")]
+        pub fn copy_to_host_async(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
+            record(copy_dtoh(
+                self,
+                dst,
+                On::Stream(stream),
+                "cudaMemcpyAsync (device to host)",
+            ))
+        }
+
+        /// Copies the device memory into a new `Vec` (`cudaMemcpy`, device to host).
+        pub fn to_vec(&self) -> Result<Vec<T>> {
+            let mut v = vec![T::zeroed(); DeviceRead::len(self)];
+            self.copy_to_host(&mut v)?;
+            Ok(v)
+        }
+
+        /// A shared view of `range` (elements).
+        ///
+        /// # Errors
+        /// [`Error::OutOfRange`] when the range does not lie within the buffer.
+        pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+            let (ptr, len) = record(view::<T>(
+                DeviceRead::device_ptr(self),
+                DeviceRead::len(self),
+                range,
+            ))?;
+            Ok(DeviceView {
+                ptr,
+                len,
+                alloc: sealed::Sealed::allocation(self),
+                _t: PhantomData,
+            })
+        }
+    };
+}
+
+macro_rules! write_ops {
+    () => {
+        /// Copies `src` into the device memory (`cudaMemcpy`, host to device). Returns when
+        /// `src` is no longer needed.
+        ///
+        /// # Errors
+        /// [`Error::LengthMismatch`] when the lengths differ.
+        #[doc(alias = "cudaMemcpy")]
+        pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+            record(copy_htod(
+                &*self,
+                src,
+                On::Default,
+                "cudaMemcpy (host to device)",
+            ))
+        }
+
+        /// Copies `src` into the device memory on `stream` (`cudaMemcpyAsync`, host to device).
+        /// Ordered after earlier work in `stream`. Returns once `src` has been read (pageable
+        /// memory is staged, as in libcudart; page-locked memory is waited for), so `src` is
+        /// free to change afterwards; the device-side write may still be pending.
+        #[doc(alias = "cudaMemcpyAsync")]
+        pub fn copy_from_host_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
+            record(copy_htod(
+                &*self,
+                src,
+                On::Stream(stream),
+                "cudaMemcpyAsync (host to device)",
+            ))
+        }
+
+        /// Copies device memory `src` into this memory (`cudaMemcpy`, device to device). As in
+        /// libcudart, it does not block the host: the copy runs in "stream 0" of the device.
+        #[doc(alias = "cudaMemcpy")]
+        pub fn copy_from_device(&mut self, src: &(impl DeviceRead<T> + ?Sized)) -> Result<()> {
+            record(copy_dtod(
+                &*self,
+                src,
+                On::Default,
+                "cudaMemcpy (device to device)",
+            ))
+        }
+
+        /// Copies device memory `src` into this memory on `stream` (`cudaMemcpyAsync`, device
+        /// to device). Does not block the host.
+        #[doc(alias = "cudaMemcpyAsync")]
+        pub fn copy_from_device_async(
+            &mut self,
+            src: &(impl DeviceRead<T> + ?Sized),
+            stream: &Stream,
+        ) -> Result<()> {
+            record(copy_dtod(
+                &*self,
+                src,
+                On::Stream(stream),
+                "cudaMemcpyAsync (device to device)",
+            ))
+        }
+
+        /// Sets every byte to `value` (`cudaMemset`). Does not block the host.
+        #[doc(alias = "cudaMemset")]
+        pub fn memset_u8(&mut self, value: u8) -> Result<()> {
+            record(memset_pattern(
+                &*self,
+                1,
+                value as u32,
+                On::Default,
+                "cudaMemset",
+            ))
+        }
+
+        /// Sets every byte to `value` on `stream` (`cudaMemsetAsync`).
+        #[doc(alias = "cudaMemsetAsync")]
+        pub fn memset_u8_async(&mut self, value: u8, stream: &Stream) -> Result<()> {
+            record(memset_pattern(
+                &*self,
+                1,
+                value as u32,
+                On::Stream(stream),
+                "cudaMemsetAsync",
+            ))
+        }
+
+        /// Sets every 16-bit word to `value` (`cuMemsetD16`; the runtime has no equivalent).
+        ///
+        /// # Errors
+        /// [`Error::InvalidValue`] when the size or address is not a multiple of 2.
+        pub fn memset_u16(&mut self, value: u16) -> Result<()> {
+            record(memset_pattern(
+                &*self,
+                2,
+                value as u32,
+                On::Default,
+                "memset_u16",
+            ))
+        }
+
+        /// Sets every 16-bit word to `value` on `stream`.
+        pub fn memset_u16_async(&mut self, value: u16, stream: &Stream) -> Result<()> {
+            record(memset_pattern(
+                &*self,
+                2,
+                value as u32,
+                On::Stream(stream),
+                "memset_u16_async",
+            ))
+        }
+
+        /// Sets every 32-bit word to `value` (`cuMemsetD32`).
+        ///
+        /// # Errors
+        /// [`Error::InvalidValue`] when the size or address is not a multiple of 4.
+        pub fn memset_u32(&mut self, value: u32) -> Result<()> {
+            record(memset_pattern(&*self, 4, value, On::Default, "memset_u32"))
+        }
+
+        /// Sets every 32-bit word to `value` on `stream`.
+        pub fn memset_u32_async(&mut self, value: u32, stream: &Stream) -> Result<()> {
+            record(memset_pattern(
+                &*self,
+                4,
+                value,
+                On::Stream(stream),
+                "memset_u32_async",
+            ))
+        }
+
+        /// Sets every element to `value`, for any element size (strided memsets; no kernel).
+        /// Does not block the host.
+        pub fn fill(&mut self, value: T) -> Result<()> {
+            record(fill(&*self, value, On::Default, "fill"))
+        }
+
+        /// Sets every element to `value` on `stream`.
+        pub fn fill_async(&mut self, value: T, stream: &Stream) -> Result<()> {
+            record(fill(&*self, value, On::Stream(stream), "fill_async"))
+        }
+
+        /// An exclusive view of `range` (elements).
+        ///
+        /// # Errors
+        /// [`Error::OutOfRange`] when the range does not lie within the buffer.
+        pub fn slice_mut(
+            &mut self,
+            range: impl RangeBounds<usize>,
+        ) -> Result<DeviceViewMut<'_, T>> {
+            let (ptr, len) = record(view::<T>(
+                DeviceRead::device_ptr(&*self),
+                DeviceRead::len(&*self),
+                range,
+            ))?;
+            Ok(DeviceViewMut {
+                ptr,
+                len,
+                alloc: sealed::Sealed::allocation(&*self),
+                _t: PhantomData,
+            })
+        }
+    };
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    fn alloc_on(len: usize, on: Option<&Stream>) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>(len, "device allocation size")?;
+        let (a, home) = match on {
+            Some(s) => {
+                let a = s.enter()?;
+                (a, Some(s.clone()))
+            }
+            None => (context::enter_current()?, None),
+        };
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            match &home {
+                // SAFETY: the context is current; valid out-parameter; live stream.
+                Some(s) => a.check(
+                    unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, s.as_raw()) },
+                    "cuMemAllocAsync",
+                )?,
+                // SAFETY: the context is current; valid out-parameter.
+                None => a.check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, "cuMemAlloc")?,
+            }
+        }
+        Ok(DeviceBuffer {
+            alloc: Alloc {
+                ptr,
+                bytes,
+                device: a.dev.ordinal,
+                generation: a.generation(),
+                home,
+                foreign: AtomicBool::new(false),
+            },
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements on the current device (`cudaMalloc`). The contents are
+    /// unspecified (any bit pattern is a valid `T`). Blocks the host as `cudaMalloc` may.
+    ///
+    /// # Errors
+    /// `cudaErrorMemoryAllocation` when the device is out of memory.
+    #[doc(alias = "cudaMalloc")]
+    pub fn new(len: usize) -> Result<DeviceBuffer<T>> {
+        record(Self::alloc_on(len, None))
+    }
+
+    /// Allocates `len` elements set to zero bits on the current device (`cudaMalloc` +
+    /// `cudaMemset`).
+    pub fn zeroed(len: usize) -> Result<DeviceBuffer<T>> {
+        let mut b = Self::new(len)?;
+        b.memset_u8(0)?;
+        Ok(b)
+    }
+
+    /// Allocates a buffer on the current device holding a copy of `src` (`cudaMalloc` +
+    /// `cudaMemcpy`).
+    pub fn from_slice(src: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut b = Self::new(src.len())?;
+        b.copy_from_host(src)?;
+        Ok(b)
+    }
+
+    /// Allocates `len` elements in stream order on `stream`'s device (`cudaMallocAsync`, from
+    /// the device's default memory pool). The memory may be used by work ordered after this
+    /// call in `stream` (or made to wait for it); it is freed on `stream` when dropped.
+    #[doc(alias = "cudaMallocAsync")]
+    pub fn new_async(len: usize, stream: &Stream) -> Result<DeviceBuffer<T>> {
+        record(Self::alloc_on(len, Some(stream)))
+    }
+
+    /// As [`new_async`](Self::new_async), set to zero bits in `stream`.
+    pub fn zeroed_async(len: usize, stream: &Stream) -> Result<DeviceBuffer<T>> {
+        let mut b = Self::new_async(len, stream)?;
+        b.memset_u8_async(0, stream)?;
+        Ok(b)
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (`CUdeviceptr`).
+    pub fn as_raw(&self) -> u64 {
+        self.alloc.ptr
+    }
+
+    /// The device the memory is on.
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.alloc.device)
+    }
+
+    /// The stream a stream-ordered buffer is freed on.
+    pub fn stream(&self) -> Option<&Stream> {
+        self.alloc.home.as_ref()
+    }
+
+    read_ops!();
+    write_ops!();
+}
+
+impl<'a, T: DeviceRepr> DeviceView<'a, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The device address of the first element.
+    pub fn as_raw(&self) -> u64 {
+        self.ptr
+    }
+    read_ops!();
+}
+
+impl<'a, T: DeviceRepr> DeviceViewMut<'a, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The device address of the first element.
+    pub fn as_raw(&self) -> u64 {
+        self.ptr
+    }
+    read_ops!();
+    write_ops!();
+}
+
+// Raw handles inside are plain numbers; the buffer's ownership rules are Rust's.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<DeviceBuffer<f32>>();
+    send_sync::<DeviceView<'static, f32>>();
+    send_sync::<DeviceViewMut<'static, f32>>();
+    send_sync::<Raw<sys::CUstream_st>>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_or_fail_with_values() {
+        assert_eq!(resolve_range(.., 10, "x").unwrap(), (0, 10));
+        assert_eq!(resolve_range(2..5, 10, "x").unwrap(), (2, 5));
+        assert_eq!(resolve_range(2..=5, 10, "x").unwrap(), (2, 6));
+        assert_eq!(resolve_range(10.., 10, "x").unwrap(), (10, 10));
+        let e = resolve_range(3..11, 10, "x").unwrap_err();
+        assert_eq!(
+            e,
+            Error::OutOfRange {
+                what: "x",
+                start: 3,
+                end: 11,
+                len: 10
+            }
+        );
+        assert!(resolve_range(5..3, 10, "x").is_err());
+        assert!(resolve_range(..=usize::MAX, 10, "x").is_err());
+    }
+
+    #[test]
+    fn byte_sizes_overflow_is_an_error() {
+        assert_eq!(byte_len::<u32>(3, "x").unwrap(), 12);
+        assert!(byte_len::<u64>(usize::MAX / 4, "x").is_err());
+    }
+}

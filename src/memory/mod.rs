@@ -1,0 +1,44 @@
+//! Memory: device buffers and views, copies and memsets.
+//!
+//! # Safety model
+//!
+//! Device work never touches memory that Rust has freed or lent out mutably:
+//!
+//! * a [`DeviceBuffer`] owns its allocation. Kernel launches and copies borrow it (shared for
+//!   reads, exclusive for writes) only for the duration of the *call*; the work itself may still
+//!   run afterwards, so the buffer remembers that asynchronous work used it and on which stream;
+//! * dropping the buffer frees it in stream order: a stream-ordered allocation that was only used
+//!   on its own stream is freed with `cuMemFreeAsync` on that stream (no host wait); any other
+//!   use (another stream, or a `cudaMalloc`-style allocation used asynchronously) makes the drop
+//!   wait for the device to finish its work first, as `cudaFree` does, so memory is never
+//!   handed out again while a kernel on another stream still reads it;
+//! * copies between the host and plain Rust slices return only once the host memory is no longer
+//!   needed by the device: pageable memory follows the runtime's rules (staged or completed
+//!   before return), and when a slice turns out to be page-locked the call waits for its stream;
+//! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`]; its
+//!   memory died with the context and is not freed twice.
+
+mod device;
+
+pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
+
+/// Plain data that may be copied to and from the device: `Copy`, no padding, no pointers to
+/// host memory, valid for any bit pattern (so reading back whatever the device wrote is sound).
+///
+/// Implemented for every [`bytemuck::Pod`] type: the primitive integers and floats, arrays of
+/// them, and users' `#[repr(C)]` structs through `#[derive(bytemuck::Pod, bytemuck::Zeroable)]`
+/// (add `bytemuck` with its `derive` feature to your dependencies).
+///
+/// ```
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Particle {
+///     pos: [f32; 3],
+///     mass: f32,
+/// }
+/// fn assert_device_repr<T: cuda_runtime::DeviceRepr>() {}
+/// assert_device_repr::<Particle>();
+/// ```
+pub trait DeviceRepr: bytemuck::Pod + Send + Sync {}
+
+impl<T: bytemuck::Pod + Send + Sync> DeviceRepr for T {}

@@ -1,0 +1,402 @@
+//! Streams: the legacy and per-thread default streams, blocking and non-blocking streams,
+//! priorities, synchronisation, queries, event waits and host functions.
+//!
+//! The runtime's default-stream rules hold because the crate uses the driver's own default
+//! streams: the legacy default stream (`cudaStreamLegacy`) synchronises with every *blocking*
+//! stream of its device, [`StreamFlags::NON_BLOCKING`] streams run beside it, and the per-thread
+//! default stream (`cudaStreamPerThread`) behaves like a blocking stream of its own per host
+//! thread. Which one plays "stream 0" for the calls that take no stream is a process-wide choice
+//! ([`set_default_stream_mode`], or `CUDA_API_PER_THREAD_DEFAULT_STREAM=1` in the environment, the
+//! runtime's `--default-stream per-thread` switch).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use bitflags::bitflags;
+use parking_lot::Mutex;
+
+use crate::context::{self, Active};
+use crate::driver::{self, sys, Raw};
+use crate::error::{record, Error, Result};
+use crate::event::Event;
+
+bitflags! {
+    /// Stream creation flags (`cudaStreamCreateWithFlags`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct StreamFlags: u32 {
+        /// Work in the stream does not synchronise with the legacy default stream
+        /// (`cudaStreamNonBlocking`). Without it the stream is blocking (`cudaStreamDefault`).
+        const NON_BLOCKING = 0x1;
+    }
+}
+
+/// Which stream stands for "stream 0" in calls that take no stream (process-wide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DefaultStreamMode {
+    /// The legacy default stream (`cudaStreamLegacy`), libcudart's default.
+    Legacy,
+    /// The calling thread's per-thread default stream (`cudaStreamPerThread`), libcudart's
+    /// `--default-stream per-thread`.
+    PerThread,
+}
+
+const MODE_UNSET: u8 = 0;
+const MODE_LEGACY: u8 = 1;
+const MODE_PER_THREAD: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(MODE_UNSET);
+
+/// The process-wide default-stream mode. Read from `CUDA_API_PER_THREAD_DEFAULT_STREAM` (`1`
+/// selects per-thread) on first use unless [`set_default_stream_mode`] chose it.
+pub fn default_stream_mode() -> DefaultStreamMode {
+    match MODE.load(Ordering::Relaxed) {
+        MODE_LEGACY => DefaultStreamMode::Legacy,
+        MODE_PER_THREAD => DefaultStreamMode::PerThread,
+        _ => {
+            let per_thread =
+                std::env::var("CUDA_API_PER_THREAD_DEFAULT_STREAM").is_ok_and(|v| v == "1");
+            let m = if per_thread {
+                MODE_PER_THREAD
+            } else {
+                MODE_LEGACY
+            };
+            let _ = MODE.compare_exchange(MODE_UNSET, m, Ordering::Relaxed, Ordering::Relaxed);
+            default_stream_mode()
+        }
+    }
+}
+
+/// Chooses the process-wide default-stream mode at run time (the runtime's
+/// `--default-stream` compile switch). Affects calls made afterwards, in every thread.
+pub fn set_default_stream_mode(mode: DefaultStreamMode) {
+    let m = match mode {
+        DefaultStreamMode::Legacy => MODE_LEGACY,
+        DefaultStreamMode::PerThread => MODE_PER_THREAD,
+    };
+    MODE.store(m, Ordering::Relaxed);
+}
+
+/// What a stream handle is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Legacy,
+    PerThread,
+    Owned,
+}
+
+pub(crate) struct StreamInner {
+    pub(crate) raw: Raw<sys::CUstream_st>,
+    pub(crate) device: i32,
+    pub(crate) generation: u64,
+    pub(crate) kind: Kind,
+    /// Panics of host functions, reported by the next synchronize or query.
+    host_panics: Arc<Mutex<Vec<String>>>,
+}
+
+/// A CUDA stream (`cudaStream_t`): an ordered queue of work on one device.
+///
+/// Cloning is cheap and gives another handle to the same stream; the stream is destroyed
+/// (`cudaStreamDestroy`) when the last handle, and the last buffer allocated on it, is dropped.
+/// Work already queued still completes. The default streams are never destroyed.
+#[derive(Clone)]
+pub struct Stream {
+    pub(crate) inner: Arc<StreamInner>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("raw", &self.inner.raw.0)
+            .field("device", &self.inner.device)
+            .field("kind", &self.inner.kind)
+            .finish()
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.raw == other.inner.raw && self.inner.device == other.inner.device
+    }
+}
+impl Eq for Stream {}
+
+fn special(kind: Kind) -> Result<Stream> {
+    let a = context::enter_current()?;
+    let raw = match kind {
+        Kind::Legacy => 0x1usize,
+        _ => 0x2usize,
+    } as sys::CUstream;
+    Ok(Stream {
+        inner: Arc::new(StreamInner {
+            raw: Raw(raw),
+            device: a.dev.ordinal,
+            generation: a.generation(),
+            kind,
+            host_panics: Arc::default(),
+        }),
+    })
+}
+
+impl Stream {
+    /// Creates a blocking stream on the current device (`cudaStreamCreate`). Work in it
+    /// synchronises with the legacy default stream.
+    #[doc(alias = "cudaStreamCreate")]
+    pub fn new() -> Result<Stream> {
+        Stream::with_priority(StreamFlags::empty(), 0)
+    }
+
+    /// Creates a stream with flags on the current device (`cudaStreamCreateWithFlags`).
+    #[doc(alias = "cudaStreamCreateWithFlags")]
+    pub fn with_flags(flags: StreamFlags) -> Result<Stream> {
+        Stream::with_priority(flags, 0)
+    }
+
+    /// Creates a stream with flags and a priority (`cudaStreamCreateWithPriority`). Lower
+    /// numbers are higher priorities; a priority outside the device's range
+    /// ([`Device::stream_priority_range`](crate::Device::stream_priority_range)) is clamped to
+    /// it, as in libcudart.
+    #[doc(alias = "cudaStreamCreateWithPriority")]
+    pub fn with_priority(flags: StreamFlags, priority: i32) -> Result<Stream> {
+        record((|| {
+            let a = context::enter_current()?;
+            let mut raw: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: the context is current; valid out-parameter; flags hold only known bits.
+            a.check(
+                unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.bits(), priority) },
+                "cuStreamCreateWithPriority",
+            )?;
+            Ok(Stream {
+                inner: Arc::new(StreamInner {
+                    raw: Raw(raw),
+                    device: a.dev.ordinal,
+                    generation: a.generation(),
+                    kind: Kind::Owned,
+                    host_panics: Arc::default(),
+                }),
+            })
+        })())
+    }
+
+    /// The legacy default stream of the current device (`cudaStreamLegacy`, "stream 0" under
+    /// libcudart's default compile mode).
+    #[doc(alias = "cudaStreamLegacy")]
+    pub fn legacy() -> Result<Stream> {
+        record(special(Kind::Legacy))
+    }
+
+    /// The calling thread's per-thread default stream of the current device
+    /// (`cudaStreamPerThread`). Only for use on the thread that asked for it.
+    #[doc(alias = "cudaStreamPerThread")]
+    pub fn per_thread() -> Result<Stream> {
+        record(special(Kind::PerThread))
+    }
+
+    /// "Stream 0" of the current device under the process's [`default_stream_mode`].
+    pub fn default_stream() -> Result<Stream> {
+        record(special(default_kind()))
+    }
+
+    /// The raw driver handle (`CUstream`; `0x1` / `0x2` for the legacy / per-thread streams).
+    pub fn as_raw(&self) -> sys::CUstream {
+        self.inner.raw.0
+    }
+
+    /// The device the stream belongs to (`cudaStreamGetDevice`).
+    #[doc(alias = "cudaStreamGetDevice")]
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.inner.device)
+    }
+
+    /// Enters the stream's device, checking the stream survived every reset since it was made.
+    #[inline]
+    pub(crate) fn enter(&self) -> Result<Active> {
+        context::enter_handle(self.inner.device, self.inner.generation, "stream")
+    }
+
+    /// Enters the stream's device for work submitted to it: as libcudart, submitting to a
+    /// stream of another device than the current one is an error.
+    #[inline]
+    pub(crate) fn enter_for_submit(&self, call: &'static str) -> Result<Active> {
+        if self.inner.device != context::current_ordinal() {
+            return Err(Error::WrongDevice {
+                call,
+                stream_device: self.inner.device,
+                current_device: context::current_ordinal(),
+            });
+        }
+        self.enter()
+    }
+
+    /// The stream's flags (`cudaStreamGetFlags`).
+    #[doc(alias = "cudaStreamGetFlags")]
+    pub fn flags(&self) -> Result<StreamFlags> {
+        record((|| {
+            let a = self.enter()?;
+            let mut f = 0u32;
+            // SAFETY: live stream of the current context; valid out-parameter.
+            a.check(
+                unsafe { sys::cuStreamGetFlags(self.as_raw(), &mut f) },
+                "cuStreamGetFlags",
+            )?;
+            Ok(StreamFlags::from_bits_truncate(f))
+        })())
+    }
+
+    /// The stream's priority (`cudaStreamGetPriority`), after clamping.
+    #[doc(alias = "cudaStreamGetPriority")]
+    pub fn priority(&self) -> Result<i32> {
+        record((|| {
+            let a = self.enter()?;
+            let mut p = 0i32;
+            // SAFETY: live stream; valid out-parameter.
+            a.check(
+                unsafe { sys::cuStreamGetPriority(self.as_raw(), &mut p) },
+                "cuStreamGetPriority",
+            )?;
+            Ok(p)
+        })())
+    }
+
+    fn take_host_panic(&self) -> Result<()> {
+        let mut p = self.inner.host_panics.lock();
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::HostFnPanicked {
+                message: p.remove(0),
+            })
+        }
+    }
+
+    /// Blocks the host until all work in the stream is done (`cudaStreamSynchronize`). Returns
+    /// errors of the stream's asynchronous work, and the panic of a host function.
+    #[doc(alias = "cudaStreamSynchronize")]
+    pub fn synchronize(&self) -> Result<()> {
+        record((|| {
+            let a = self.enter()?;
+            // SAFETY: live stream of the current context.
+            a.check(
+                unsafe { sys::cuStreamSynchronize(self.as_raw()) },
+                "cuStreamSynchronize",
+            )?;
+            self.take_host_panic()
+        })())
+    }
+
+    /// Whether all work in the stream is done (`cudaStreamQuery`): `Ok(true)` when done,
+    /// `Ok(false)` while work is pending (the runtime's `cudaErrorNotReady`, which is not
+    /// recorded as an error), `Err` for a real error.
+    #[doc(alias = "cudaStreamQuery")]
+    pub fn query(&self) -> Result<bool> {
+        record((|| {
+            let a = self.enter()?;
+            // SAFETY: live stream of the current context.
+            let r = driver::rc(unsafe { sys::cuStreamQuery(self.as_raw()) });
+            match r {
+                0 => self.take_host_panic().map(|_| true),
+                600 => Ok(false),
+                code => Err(a.dev.note(Error::from_driver(code, "cuStreamQuery"))),
+            }
+        })())
+    }
+
+    /// Makes future work in this stream wait until `event` completes (`cudaStreamWaitEvent`).
+    /// The event may belong to another device. Does not block the host.
+    #[doc(alias = "cudaStreamWaitEvent")]
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        record((|| {
+            let raw_event = event.checked_raw()?;
+            let a = self.enter()?;
+            // SAFETY: live stream and event; flags 0.
+            a.check(
+                unsafe { sys::cuStreamWaitEvent(self.as_raw(), raw_event, 0) },
+                "cuStreamWaitEvent",
+            )
+        })())
+    }
+
+    /// Queues a host function (`cudaLaunchHostFunc`): `f` runs on a driver thread once all
+    /// earlier work in the stream is done, and later work waits for it to return.
+    ///
+    /// `f` must not call into CUDA (the runtime forbids it). A panic in `f` is caught; the next
+    /// [`synchronize`](Self::synchronize) or [`query`](Self::query) of this stream reports it as
+    /// [`Error::HostFnPanicked`].
+    #[doc(alias = "cudaLaunchHostFunc")]
+    pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        record((|| {
+            let a = self.enter_for_submit("cudaLaunchHostFunc")?;
+            let payload = Box::new(HostFn {
+                f: Box::new(f),
+                panics: self.inner.host_panics.clone(),
+            });
+            let data = Box::into_raw(payload);
+            // SAFETY: `data` is a leaked box that `host_fn_trampoline` takes back exactly once;
+            // on failure the driver never calls it and we take it back here.
+            let r = a.check(
+                unsafe {
+                    sys::cuLaunchHostFunc(self.as_raw(), Some(host_fn_trampoline), data.cast())
+                },
+                "cuLaunchHostFunc",
+            );
+            if r.is_err() {
+                // SAFETY: the driver refused the call, so it holds no reference to `data`.
+                drop(unsafe { Box::from_raw(data) });
+            }
+            r
+        })())
+    }
+}
+
+struct HostFn {
+    f: Box<dyn FnOnce() + Send>,
+    panics: Arc<Mutex<Vec<String>>>,
+}
+
+unsafe extern "C" fn host_fn_trampoline(data: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Box::into_raw` in `launch_host_fn`, and the driver calls the
+    // function once.
+    let payload = unsafe { Box::from_raw(data.cast::<HostFn>()) };
+    let HostFn { f, panics } = *payload;
+    let _in_host_fn = context::HostFnScope::enter();
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        let message = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".into());
+        panics.lock().push(message);
+        // Dropping the payload could panic again; it must not unwind into the driver.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
+    }
+}
+
+fn default_kind() -> Kind {
+    match default_stream_mode() {
+        DefaultStreamMode::Legacy => Kind::Legacy,
+        DefaultStreamMode::PerThread => Kind::PerThread,
+    }
+}
+
+/// The raw handle of "stream 0" under the process's mode (for synchronous calls).
+pub(crate) fn default_raw() -> sys::CUstream {
+    match default_kind() {
+        Kind::PerThread => 0x2usize as sys::CUstream,
+        _ => 0x1usize as sys::CUstream,
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if self.kind != Kind::Owned {
+            return;
+        }
+        let (raw, device, generation) = (self.raw, self.device, self.generation);
+        context::release(device, generation, "destroying a stream", move |a| {
+            // SAFETY: the stream is live in this context and no handle references it any more.
+            a.check(
+                unsafe { sys::cuStreamDestroy_v2(raw.get()) },
+                "cuStreamDestroy",
+            )
+        });
+    }
+}
