@@ -36,6 +36,8 @@ pub(crate) struct DeviceState {
     /// The number of a sticky [`ErrorCode`] that corrupted the context; 0 when none.
     sticky: AtomicU32,
     deferred: Mutex<Vec<DeferredError>>,
+    /// Launch limits, read on first launch.
+    pub(crate) launch_limits: OnceLock<crate::launch::LaunchLimits>,
 }
 
 struct Runtime {
@@ -73,6 +75,7 @@ fn runtime() -> Result<&'static Runtime> {
                     }),
                     sticky: AtomicU32::new(0),
                     deferred: Mutex::new(Vec::new()),
+                    launch_limits: OnceLock::new(),
                 });
             }
             Ok(Runtime {
@@ -146,12 +149,6 @@ impl Active {
         self.guard.generation
     }
 
-    /// The raw primary context.
-    #[inline]
-    pub(crate) fn ctx(&self) -> sys::CUcontext {
-        self.guard.ctx.0
-    }
-
     /// Checks a driver result of a call made in this context; a sticky error is kept on the
     /// device.
     #[inline]
@@ -203,6 +200,12 @@ impl DeviceState {
     /// Records an error met in `Drop`.
     pub(crate) fn defer(&self, during: &'static str, error: Error) {
         self.deferred.lock().push(DeferredError { during, error });
+    }
+
+    /// The device's launch limits (cached).
+    #[inline]
+    pub(crate) fn launch_limits(&self) -> Result<crate::launch::LaunchLimits> {
+        crate::launch::LaunchLimits::of(&self.launch_limits, self.raw)
     }
 
     pub(crate) fn take_deferred(&self) -> Vec<DeferredError> {

@@ -28,3 +28,12 @@ pub use memory::{DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
 };
+pub mod launch;
+pub mod module;
+pub mod symbol;
+
+pub use launch::{Dim3, LaunchConfig};
+pub use module::{
+    EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, KernelArg, Module, ParamInfo,
+};
+pub use symbol::Symbol;

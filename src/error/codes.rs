@@ -66,6 +66,8 @@ error_codes! {
     IllegalAddress = 700, "cudaErrorIllegalAddress", "an illegal memory access was encountered";
     NotReady = 600, "cudaErrorNotReady", "device not ready";
     InvalidResourceHandle = 400, "cudaErrorInvalidResourceHandle", "invalid resource handle";
+    SymbolNotFound = 500, "cudaErrorSymbolNotFound", "named symbol not found";
+    CooperativeLaunchTooLarge = 720, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch";
     Unknown = 999, "cudaErrorUnknown", "unknown error";
 }
 

@@ -170,6 +170,33 @@ pub enum Error {
         /// The size of the host type.
         host_size: usize,
     },
+    /// A module image the driver refused, with the JIT's log.
+    #[error("loading a module failed: {} ({}){}", .code.name(), .code.description(), if .log.is_empty() { String::new() } else { format!("; JIT log: {}", .log) })]
+    ModuleLoad {
+        /// The runtime code.
+        code: ErrorCode,
+        /// The driver's `CUresult` number.
+        driver: u32,
+        /// The JIT compiler's error log.
+        log: String,
+    },
+    /// A kernel or variable name that the module does not define (`cudaErrorSymbolNotFound`).
+    #[error("{what} {name:?} not found in the module")]
+    NotFound {
+        /// `"kernel"` or `"symbol"`.
+        what: &'static str,
+        /// The name looked up.
+        name: String,
+    },
+    /// A cooperative launch with more blocks than fit on the device at once
+    /// (`cudaErrorCooperativeLaunchTooLarge`).
+    #[error("cooperative launch of {blocks} blocks, but at most {max} fit on the device at once")]
+    CooperativeLaunchTooLarge {
+        /// Blocks in the grid.
+        blocks: u64,
+        /// Blocks that fit.
+        max: u64,
+    },
     /// A closure given to `launch_host_fn` panicked.
     #[error("host function panicked: {message}")]
     HostFnPanicked {
@@ -209,16 +236,6 @@ impl Error {
         }
     }
 
-    /// An error with a runtime code, raised by the crate's runtime rules (`call` names the
-    /// runtime function).
-    pub(crate) fn runtime(code: ErrorCode, call: &'static str) -> Self {
-        Error::Cuda {
-            code,
-            driver: None,
-            call,
-        }
-    }
-
     /// The runtime error code libcudart returns for this error (`cudaError_t`).
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -237,6 +254,9 @@ impl Error {
                 ErrorCode::InvalidResourceHandle
             }
             Error::InvalidConfiguration { .. } => ErrorCode::InvalidConfiguration,
+            Error::ModuleLoad { code, .. } => *code,
+            Error::NotFound { .. } => ErrorCode::SymbolNotFound,
+            Error::CooperativeLaunchTooLarge { .. } => ErrorCode::CooperativeLaunchTooLarge,
             Error::HostFnPanicked { .. } => ErrorCode::Unknown,
         }
     }
@@ -245,6 +265,7 @@ impl Error {
     pub fn driver_code(&self) -> Option<u32> {
         match self {
             Error::Cuda { driver, .. } => *driver,
+            Error::ModuleLoad { driver, .. } => Some(*driver),
             _ => None,
         }
     }

@@ -1,0 +1,253 @@
+//! Launch configurations and their validation against the device's limits.
+
+use std::sync::OnceLock;
+
+use crate::driver::{self, sys};
+use crate::error::{Error, Result};
+
+/// Three-dimensional sizes of grids and blocks (`dim3`). Missing dimensions are 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent in x.
+    pub x: u32,
+    /// Extent in y.
+    pub y: u32,
+    /// Extent in z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// A size of `x` by `y` by `z`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    /// The product `x * y * z`.
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl Default for Dim3 {
+    fn default() -> Self {
+        Dim3::new(1, 1, 1)
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+/// How a kernel is launched: the `<<<grid, block, shared_mem_bytes>>>` part of a CUDA C++
+/// launch (the stream is passed beside it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct LaunchConfig {
+    /// Number of blocks in each dimension (`gridDim`).
+    pub grid: Dim3,
+    /// Number of threads per block in each dimension (`blockDim`).
+    pub block: Dim3,
+    /// Dynamic shared memory per block, bytes (`extern __shared__`).
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A configuration of `grid` blocks of `block` threads, without dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> LaunchConfig {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// One-dimensional launch covering `n` elements with `block` threads per block
+    /// (`ceil(n / block)` blocks).
+    pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
+        let block = block.max(1);
+        let blocks = n.div_ceil(block as usize).clamp(1, u32::MAX as usize) as u32;
+        LaunchConfig::new(blocks, block)
+    }
+
+    /// The same configuration with `bytes` of dynamic shared memory.
+    pub fn with_shared_mem(mut self, bytes: u32) -> LaunchConfig {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+}
+
+/// The device limits a launch is checked against, read once per device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaunchLimits {
+    pub(crate) max_block: [u32; 3],
+    pub(crate) max_grid: [u32; 3],
+    pub(crate) max_threads_per_block: u32,
+    pub(crate) max_shared_per_block_optin: u32,
+}
+
+impl LaunchLimits {
+    fn read(dev: sys::CUdevice) -> Result<LaunchLimits> {
+        use sys::CUdevice_attribute::*;
+        let get = |attr| -> Result<u32> {
+            let mut v = 0i32;
+            // SAFETY: valid device handle and out-parameter.
+            driver::check(
+                unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) },
+                "cuDeviceGetAttribute",
+            )?;
+            Ok(v.max(0) as u32)
+        };
+        Ok(LaunchLimits {
+            max_block: [
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_threads_per_block: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_shared_per_block_optin: get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        })
+    }
+
+    /// The limits of a device, cached.
+    pub(crate) fn of(cache: &OnceLock<LaunchLimits>, dev: sys::CUdevice) -> Result<LaunchLimits> {
+        if let Some(l) = cache.get() {
+            return Ok(*l);
+        }
+        let l = LaunchLimits::read(dev)?;
+        Ok(*cache.get_or_init(|| l))
+    }
+}
+
+/// Checks a launch configuration against the device limits, as libcudart does before launching
+/// (`cudaErrorInvalidConfiguration`).
+#[inline]
+pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> {
+    let g = [cfg.grid.x, cfg.grid.y, cfg.grid.z];
+    let b = [cfg.block.x, cfg.block.y, cfg.block.z];
+    const GRID: [&str; 3] = ["grid.x", "grid.y", "grid.z"];
+    const BLOCK: [&str; 3] = ["block.x", "block.y", "block.z"];
+    for i in 0..3 {
+        if b[i] == 0 || b[i] > limits.max_block[i] {
+            return Err(Error::InvalidConfiguration {
+                what: BLOCK[i],
+                value: b[i] as u64,
+                limit: if b[i] == 0 {
+                    1
+                } else {
+                    limits.max_block[i] as u64
+                },
+            });
+        }
+        if g[i] == 0 || g[i] > limits.max_grid[i] {
+            return Err(Error::InvalidConfiguration {
+                what: GRID[i],
+                value: g[i] as u64,
+                limit: if g[i] == 0 {
+                    1
+                } else {
+                    limits.max_grid[i] as u64
+                },
+            });
+        }
+    }
+    let threads = cfg.block.volume();
+    if threads > limits.max_threads_per_block as u64 {
+        return Err(Error::InvalidConfiguration {
+            what: "threads per block",
+            value: threads,
+            limit: limits.max_threads_per_block as u64,
+        });
+    }
+    if cfg.shared_mem_bytes > limits.max_shared_per_block_optin {
+        return Err(Error::InvalidConfiguration {
+            what: "dynamic shared memory per block (bytes)",
+            value: cfg.shared_mem_bytes as u64,
+            limit: limits.max_shared_per_block_optin as u64,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: LaunchLimits = LaunchLimits {
+        max_block: [1024, 1024, 64],
+        max_grid: [2147483647, 65535, 65535],
+        max_threads_per_block: 1024,
+        max_shared_per_block_optin: 232448,
+    };
+
+    fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), smem: u32) -> LaunchConfig {
+        LaunchConfig::new(grid, block).with_shared_mem(smem)
+    }
+
+    #[test]
+    fn valid_configurations_pass() {
+        validate(&cfg((1, 1, 1), (1, 1, 1), 0), &H100).unwrap();
+        validate(
+            &cfg((2147483647, 65535, 65535), (1024, 1, 1), 232448),
+            &H100,
+        )
+        .unwrap();
+        validate(&cfg((1, 1, 1), (16, 16, 4), 0), &H100).unwrap();
+    }
+
+    #[test]
+    fn each_limit_names_the_offending_value() {
+        let cases = [
+            (cfg((1, 1, 1), (1025, 1, 1), 0), "block.x", 1025, 1024),
+            (cfg((1, 1, 1), (1, 1, 65), 0), "block.z", 65, 64),
+            (cfg((1, 1, 1), (0, 1, 1), 0), "block.x", 0, 1),
+            (cfg((0, 1, 1), (1, 1, 1), 0), "grid.x", 0, 1),
+            (cfg((1, 65536, 1), (1, 1, 1), 0), "grid.y", 65536, 65535),
+            (
+                cfg((1, 1, 1), (64, 32, 1), 0),
+                "threads per block",
+                2048,
+                1024,
+            ),
+            (
+                cfg((1, 1, 1), (32, 1, 1), 232449),
+                "dynamic shared memory per block (bytes)",
+                232449,
+                232448,
+            ),
+        ];
+        for (c, what, value, limit) in cases {
+            let e = validate(&c, &H100).unwrap_err();
+            assert_eq!(e, Error::InvalidConfiguration { what, value, limit });
+            assert_eq!(e.code(), crate::ErrorCode::InvalidConfiguration);
+            let msg = e.to_string();
+            assert!(msg.contains(&value.to_string()) && msg.contains(&limit.to_string()));
+        }
+    }
+
+    #[test]
+    fn element_launches_cover_n() {
+        let c = LaunchConfig::for_elements(1000, 256);
+        assert_eq!(c.grid, Dim3::new(4, 1, 1));
+        assert_eq!(c.block, Dim3::new(256, 1, 1));
+        assert_eq!(LaunchConfig::for_elements(0, 256).grid.x, 1);
+        assert_eq!(LaunchConfig::for_elements(1024, 256).grid.x, 4);
+    }
+}
