@@ -1,4 +1,5 @@
 //! Helpers for GPU tests: fresh random inputs, and comparison with a CPU reference.
+#![allow(dead_code)] // some helpers serve only part of the suite at a time
 
 use std::fmt::Debug;
 

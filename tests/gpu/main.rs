@@ -6,6 +6,8 @@
 
 mod common;
 mod device;
+mod memory;
+mod stream;
 
 use std::sync::RwLock;
 
@@ -29,7 +31,10 @@ fn main() {
     if let Some(reason) = &skip {
         eprintln!("GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)");
     }
-    let all: Vec<&GpuTest> = [device::TESTS].into_iter().flatten().collect();
+    let all: Vec<&GpuTest> = [device::TESTS, memory::TESTS, stream::TESTS]
+        .into_iter()
+        .flatten()
+        .collect();
     let trials = all
         .into_iter()
         .map(|t| {
