@@ -1,8 +1,9 @@
 //! Devices: current device, properties, flags, limits, reset.
 
+use crate::common::{assert_same, random_u32, rng};
 use cuda_runtime::{
     get_device, get_last_error, peek_at_last_error, set_device, CacheConfig, Device,
-    DeviceAttribute, DeviceFlags, ErrorCode, Limit,
+    DeviceAttribute, DeviceBuffer, DeviceFlags, Error, ErrorCode, Event, Limit, Stream,
 };
 
 crate::tests![
@@ -12,7 +13,7 @@ crate::tests![
     limits_set_and_read_back,
     cache_config_and_priority_range,
     versions;
-    exclusive: device_flags_follow_the_runtime
+    exclusive: device_flags_follow_the_runtime, reset_invalidates_every_handle
 ];
 
 fn current_device_is_per_thread_and_defaults_to_zero() {
@@ -130,4 +131,38 @@ fn device_flags_follow_the_runtime() {
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
     dev.set_flags(before & DeviceFlags::SCHEDULE_MASK).unwrap();
+}
+
+fn reset_invalidates_every_handle() {
+    let dev = Device::current().unwrap();
+    let mut r = rng();
+    let data = random_u32(&mut r, 100_000);
+    let s = Stream::new().unwrap();
+    let ev = Event::new().unwrap();
+    let mut buf = DeviceBuffer::from_slice(&data).unwrap();
+    let async_buf = DeviceBuffer::<u32>::new_async(1000, &s).unwrap();
+    ev.record(&s).unwrap();
+    dev.reset().unwrap();
+    let stale = |e: Error| assert!(matches!(e, Error::ContextDestroyed { .. }), "{e}");
+    stale(s.synchronize().unwrap_err());
+    stale(s.query().unwrap_err());
+    stale(s.flags().unwrap_err());
+    stale(ev.query().unwrap_err());
+    stale(ev.record(&s).unwrap_err());
+    stale(buf.to_vec().unwrap_err());
+    stale(buf.copy_from_host(&data).unwrap_err());
+    stale(buf.memset_u8(0).unwrap_err());
+    stale(s.launch_host_fn(|| ()).unwrap_err());
+    assert_eq!(
+        get_last_error().map(|e| e.code()),
+        Some(ErrorCode::ContextIsDestroyed)
+    );
+    // Dropping stale handles frees nothing twice and reports nothing.
+    drop((buf, async_buf, ev, s));
+    assert!(dev.take_deferred_errors().is_empty());
+    // The next call gets a fresh context.
+    let fresh = DeviceBuffer::from_slice(&data).unwrap();
+    assert_same("after reset", &fresh.to_vec().unwrap(), &data);
+    let s2 = Stream::new().unwrap();
+    s2.synchronize().unwrap();
 }
