@@ -811,10 +811,21 @@ impl Function {
         if cooperative {
             self.check_cooperative(&a, config)?;
         }
-        let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.ptr as *mut c_void).collect();
+        // Up to 32 arguments live on the stack; more are rare enough to allocate.
+        let mut stack = [std::ptr::null_mut::<c_void>(); 32];
+        let mut heap = Vec::new();
+        let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
+            for (slot, arg) in stack.iter_mut().zip(args) {
+                *slot = arg.ptr as *mut c_void;
+            }
+            &mut stack[..args.len()]
+        } else {
+            heap.extend(args.iter().map(|a| a.ptr as *mut c_void));
+            &mut heap
+        };
         // SAFETY: the argument count and sizes match the kernel's parameters (checked above);
         // what the values mean to the kernel is the caller's promise (see `launch`).
-        unsafe { raw_launch(&a, self.raw.0, stream, config, &mut ptrs, cooperative) }
+        unsafe { raw_launch(&a, self.raw.0, stream, config, ptrs, cooperative) }
     }
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
