@@ -6,6 +6,7 @@
 
 mod common;
 mod device;
+mod launch;
 mod memory;
 mod stream;
 
@@ -31,7 +32,7 @@ fn main() {
     if let Some(reason) = &skip {
         eprintln!("GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)");
     }
-    let all: Vec<&GpuTest> = [device::TESTS, memory::TESTS, stream::TESTS]
+    let all: Vec<&GpuTest> = [device::TESTS, launch::TESTS, memory::TESTS, stream::TESTS]
         .into_iter()
         .flatten()
         .collect();
