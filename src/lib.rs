@@ -1,8 +1,34 @@
-//! # cuda-runtime
+#![doc = include_str!("../README.md")]
 //!
-//! NVIDIA's CUDA runtime API (libcudart) reimplemented as a safe Rust library over the CUDA
-//! driver API. Building needs no CUDA toolkit; running needs an NVIDIA driver for CUDA 13.0 or
-//! newer.
+//! # Runtime semantics kept
+//!
+//! * **Implicit initialisation**: the first call that needs the driver loads and initialises
+//!   it; a missing or too-old driver is an [`Error`], never a panic.
+//! * **Primary contexts** are retained on first use of a device and shared by all threads; a
+//!   thread's context is switched only when its current device changes.
+//! * **Current device per thread**, default 0 ([`set_device`], [`get_device`]).
+//! * **Last error per thread**: every failing call returns `Err` and records it;
+//!   [`get_last_error`] returns and clears it, [`peek_at_last_error`] only returns it. Errors
+//!   that corrupt a context ([`ErrorCode::is_sticky`]) are reported by every later call on that
+//!   device until [`Device::reset`].
+//! * **Reset** destroys the primary context; every handle made before it fails with
+//!   [`Error::ContextDestroyed`] afterwards instead of touching freed driver state.
+//! * **Default streams**: see [`stream`].
+//!
+//! # Safety model
+//!
+//! No safe function lets device work or a copy engine touch memory that Rust has freed, moved,
+//! or lent out mutably; see [`memory`] for how device buffers are freed in stream order and how
+//! host memory is protected during copies. The crate's own kernels ([`kernels`]) are launched
+//! through safe, typed wrappers generated from their signatures; every pointer parameter comes
+//! with its length, filled from the buffer, and the kernels bound their accesses by it. User
+//! kernels are launched with the `unsafe` [`Function::launch`], which still checks the argument
+//! count and sizes. Host functions take `FnOnce() + Send + 'static` closures whose panics are
+//! caught. `Drop` never panics; errors met there are kept with the device
+//! ([`Device::take_deferred_errors`]).
+//!
+//! Every public type is `Send` and `Sync` where the runtime allows sharing it (asserted at
+//! compile time below).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -37,3 +63,21 @@ pub use module::{
     EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, KernelArg, Module, ParamInfo,
 };
 pub use symbol::Symbol;
+
+// Thread-safety of the public types, asserted at compile time.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Device>();
+    send_sync::<Error>();
+    send_sync::<Stream>();
+    send_sync::<Event>();
+    send_sync::<DeviceBuffer<u8>>();
+    send_sync::<DeviceView<'static, u8>>();
+    send_sync::<DeviceViewMut<'static, u8>>();
+    send_sync::<Module>();
+    send_sync::<Function>();
+    send_sync::<EmbeddedModule>();
+    send_sync::<EmbeddedKernel>();
+    send_sync::<Symbol<f32>>();
+    send_sync::<LaunchConfig>();
+};
