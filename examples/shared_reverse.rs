@@ -13,16 +13,34 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     let mut ok = true;
 
     let mut d = DeviceBuffer::from_slice(&input)?;
-    kernels::shared_reverse::static_reverse(&stream, &LaunchConfig::new(1u32, N as u32), &mut d, N as i32)?;
-    let got = { stream.synchronize()?; d.to_vec()? };
-    println!("static shared memory:  {}", if got == expected { "correct" } else { "WRONG" });
+    kernels::shared_reverse::static_reverse(
+        &stream,
+        &LaunchConfig::new(1u32, N as u32),
+        &mut d,
+        N as i32,
+    )?;
+    let got = {
+        stream.synchronize()?;
+        d.to_vec()?
+    };
+    println!(
+        "static shared memory:  {}",
+        if got == expected { "correct" } else { "WRONG" }
+    );
     ok &= got == expected;
 
     let mut d = DeviceBuffer::from_slice(&input)?;
-    let cfg = LaunchConfig::new(1u32, N as u32).with_shared_mem((N * std::mem::size_of::<i32>()) as u32);
+    let cfg =
+        LaunchConfig::new(1u32, N as u32).with_shared_mem((N * std::mem::size_of::<i32>()) as u32);
     kernels::shared_reverse::dynamic_reverse(&stream, &cfg, &mut d, N as i32)?;
-    let got = { stream.synchronize()?; d.to_vec()? };
-    println!("dynamic shared memory: {}", if got == expected { "correct" } else { "WRONG" });
+    let got = {
+        stream.synchronize()?;
+        d.to_vec()?
+    };
+    println!(
+        "dynamic shared memory: {}",
+        if got == expected { "correct" } else { "WRONG" }
+    );
     ok &= got == expected;
     Ok(ok)
 }

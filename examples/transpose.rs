@@ -26,9 +26,21 @@ fn kernels() -> [(&'static str, Kernel, bool); 5] {
     use kernels::transpose as t;
     [
         ("copy", |s, c, o, i, w, h| t::copy(s, c, o, i, w, h), false),
-        ("shared memory copy", |s, c, o, i, w, h| t::copy_shared_mem(s, c, o, i, w, h), false),
-        ("naive transpose", |s, c, o, i, w, h| t::transpose_naive(s, c, o, i, w, h), true),
-        ("coalesced transpose", |s, c, o, i, w, h| t::transpose_coalesced(s, c, o, i, w, h), true),
+        (
+            "shared memory copy",
+            |s, c, o, i, w, h| t::copy_shared_mem(s, c, o, i, w, h),
+            false,
+        ),
+        (
+            "naive transpose",
+            |s, c, o, i, w, h| t::transpose_naive(s, c, o, i, w, h),
+            true,
+        ),
+        (
+            "coalesced transpose",
+            |s, c, o, i, w, h| t::transpose_coalesced(s, c, o, i, w, h),
+            true,
+        ),
         (
             "conflict-free transpose",
             |s, c, o, i, w, h| t::transpose_no_bank_conflicts(s, c, o, i, w, h),
@@ -94,7 +106,9 @@ fn study(stream: &Stream, w: usize, h: usize, reps: u32) -> cuda_runtime::Result
     let mut host = vec![0f32; w * h];
     for (name, kernel, transposed) in kernels() {
         dout.fill(-1.0)?; // poison, so a kernel that writes nothing fails the check
-        let ms = time_ms(stream, reps, || kernel(stream, &cfg, &mut dout, &din, w as i32, h as i32))?;
+        let ms = time_ms(stream, reps, || {
+            kernel(stream, &cfg, &mut dout, &din, w as i32, h as i32)
+        })?;
         stream.synchronize()?;
         dout.copy_to_host(&mut host)?;
         let ok = check(name, &host, &input, w, h, transposed);
@@ -103,7 +117,10 @@ fn study(stream: &Stream, w: usize, h: usize, reps: u32) -> cuda_runtime::Result
         if name == "conflict-free transpose" {
             conflict_free = gbs;
         }
-        println!("{name:<26} {gbs:>12.1} {ms:>12.4}{}", if ok { "" } else { "   WRONG" });
+        println!(
+            "{name:<26} {gbs:>12.1} {ms:>12.4}{}",
+            if ok { "" } else { "   WRONG" }
+        );
     }
     Ok((all_ok, conflict_free))
 }

@@ -16,7 +16,13 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     dc.fill(f32::NAN)?;
 
     let stream = Stream::new()?;
-    kernels::vector_add::vadd(&stream, &LaunchConfig::for_elements(n, 256), &da, &db, &mut dc)?;
+    kernels::vector_add::vadd(
+        &stream,
+        &LaunchConfig::for_elements(n, 256),
+        &da,
+        &db,
+        &mut dc,
+    )?;
     stream.synchronize()?;
     let c = dc.to_vec()?;
 

@@ -38,8 +38,14 @@ fn vadd_matches_cpu() {
             );
             let mut dc = DeviceBuffer::<f32>::new(a.len()).unwrap();
             dc.fill(f32::NAN).unwrap();
-            kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(a.len(), 256), &da, &db, &mut dc)
-                .unwrap();
+            kernels::vector_add::vadd(
+                &s,
+                &LaunchConfig::for_elements(a.len(), 256),
+                &da,
+                &db,
+                &mut dc,
+            )
+            .unwrap();
             s.synchronize().unwrap();
             dc.to_vec().unwrap().iter().map(|x| x.to_bits()).collect()
         },
@@ -51,14 +57,18 @@ fn vadd_on_views_and_short_outputs_stays_in_bounds() {
     let mut r = rng();
     let n = 10_000;
     let (a, b) = (random_f32(&mut r, n), random_f32(&mut r, n));
-    let (da, db) = (DeviceBuffer::from_slice(&a).unwrap(), DeviceBuffer::from_slice(&b).unwrap());
+    let (da, db) = (
+        DeviceBuffer::from_slice(&a).unwrap(),
+        DeviceBuffer::from_slice(&b).unwrap(),
+    );
     let sentinel = random_f32(&mut r, n);
     let mut dc = DeviceBuffer::from_slice(&sentinel).unwrap();
     let s = Stream::new().unwrap();
     // Output view shorter than the inputs: the kernel bounds itself by the shortest length.
     {
         let mut out = dc.slice_mut(100..600).unwrap();
-        kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 128), &da, &db, &mut out).unwrap();
+        kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 128), &da, &db, &mut out)
+            .unwrap();
     }
     s.synchronize().unwrap();
     let got = dc.to_vec().unwrap();
@@ -78,17 +88,26 @@ fn launch_validation_names_values() {
         (LaunchConfig::new(1u32, max_threads + 1), "block.x"),
         (LaunchConfig::new(0u32, 32u32), "grid.x"),
         (LaunchConfig::new((1u32, 70_000u32), 32u32), "grid.y"),
-        (LaunchConfig::new(1u32, (32u32, 32u32, 2u32)), "threads per block"),
-        (LaunchConfig::new(1u32, 32u32).with_shared_mem(u32::MAX), "dynamic shared memory per block (bytes)"),
+        (
+            LaunchConfig::new(1u32, (32u32, 32u32, 2u32)),
+            "threads per block",
+        ),
+        (
+            LaunchConfig::new(1u32, 32u32).with_shared_mem(u32::MAX),
+            "dynamic shared memory per block (bytes)",
+        ),
     ];
     for (cfg, what) in bad {
         let e = kernels::spin::write_index(&s, &cfg, &mut out).unwrap_err();
         match &e {
-            Error::InvalidConfiguration { what: w, .. } => assert_eq!(*w, what, "{e}"),
+            Error::InvalidConfiguration { what: w, .. } => assert_eq!(w, &what, "{e}"),
             other => panic!("expected InvalidConfiguration for {what}, got {other}"),
         }
         assert_eq!(e.code(), ErrorCode::InvalidConfiguration);
-        assert_eq!(get_last_error().map(|e| e.code()), Some(ErrorCode::InvalidConfiguration));
+        assert_eq!(
+            get_last_error().map(|e| e.code()),
+            Some(ErrorCode::InvalidConfiguration)
+        );
     }
     // The stream is still fine.
     kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32), &mut out).unwrap();
@@ -98,7 +117,9 @@ fn launch_validation_names_values() {
 fn launch_on_another_devices_stream_fails() {
     let n = cuda_runtime::device_count().unwrap();
     if n < 2 {
-        eprintln!("one device: the cross-device launch rule needs two (checked on the 2-GPU machine)");
+        eprintln!(
+            "one device: the cross-device launch rule needs two (checked on the 2-GPU machine)"
+        );
         return;
     }
     std::thread::spawn(|| {
@@ -156,7 +177,10 @@ fn user_ptx_arguments_are_checked() {
     let module = Module::from_ptx(USER_PTX).unwrap();
     let f = module.function("axpy").unwrap();
     assert_eq!(f.params().len(), 4);
-    assert_eq!(f.params().iter().map(|p| p.size).collect::<Vec<_>>(), vec![8, 8, 4, 4]);
+    assert_eq!(
+        f.params().iter().map(|p| p.size).collect::<Vec<_>>(),
+        vec![8, 8, 4, 4]
+    );
     let dx = DeviceBuffer::from_slice(&x).unwrap();
     let mut dy = DeviceBuffer::from_slice(&y).unwrap();
     let s = Stream::new().unwrap();
@@ -165,19 +189,43 @@ fn user_ptx_arguments_are_checked() {
     // Too few arguments, and a wrong size: errors, no launch.
     // SAFETY: these calls are refused before launching (checked below).
     let e = unsafe { f.launch(&s, &cfg, &[KernelArg::new(&py), KernelArg::new(&px)]) }.unwrap_err();
-    assert!(matches!(&e, Error::KernelArguments { detail, .. } if detail.contains("2 arguments") && detail.contains("4 parameters")), "{e}");
+    assert!(
+        matches!(&e, Error::KernelArguments { detail, .. } if detail.contains("2 arguments") && detail.contains("4 parameters")),
+        "{e}"
+    );
     let wide = a as f64;
     // SAFETY: refused before launching.
     let e = unsafe {
-        f.launch(&s, &cfg, &[KernelArg::new(&py), KernelArg::new(&px), KernelArg::new(&wide), KernelArg::new(&nn)])
+        f.launch(
+            &s,
+            &cfg,
+            &[
+                KernelArg::new(&py),
+                KernelArg::new(&px),
+                KernelArg::new(&wide),
+                KernelArg::new(&nn),
+            ],
+        )
     }
     .unwrap_err();
-    assert!(matches!(&e, Error::KernelArguments { detail, .. } if detail.contains("argument 2 is 8 bytes")), "{e}");
+    assert!(
+        matches!(&e, Error::KernelArguments { detail, .. } if detail.contains("argument 2 is 8 bytes")),
+        "{e}"
+    );
     // SAFETY: y and x are live buffers of n floats, synchronised before they are read or dropped;
     // the kernel checks i < n.
     unsafe {
-        f.launch(&s, &cfg, &[KernelArg::new(&py), KernelArg::new(&px), KernelArg::new(&a), KernelArg::new(&nn)])
-            .unwrap()
+        f.launch(
+            &s,
+            &cfg,
+            &[
+                KernelArg::new(&py),
+                KernelArg::new(&px),
+                KernelArg::new(&a),
+                KernelArg::new(&nn),
+            ],
+        )
+        .unwrap()
     };
     s.synchronize().unwrap();
     let want: Vec<f32> = x.iter().zip(&y).map(|(&x, &y)| a.mul_add(x, y)).collect();
@@ -188,7 +236,10 @@ fn user_ptx_arguments_are_checked() {
 }
 
 fn bad_ptx_reports_the_jit_log() {
-    let e = Module::from_ptx(".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { bogus; }").unwrap_err();
+    let e = Module::from_ptx(
+        ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { bogus; }",
+    )
+    .unwrap_err();
     match &e {
         Error::ModuleLoad { log, .. } => assert!(!log.is_empty(), "{e}"),
         other => panic!("expected ModuleLoad, got {other}"),
@@ -198,7 +249,9 @@ fn bad_ptx_reports_the_jit_log() {
 }
 
 fn attributes_and_occupancy() {
-    let f = kernels::transpose::TRANSPOSE_NO_BANK_CONFLICTS.function().unwrap();
+    let f = kernels::transpose::TRANSPOSE_NO_BANK_CONFLICTS
+        .function()
+        .unwrap();
     let at = f.attributes().unwrap();
     assert_eq!(at.shared_size_bytes, 32 * 33 * 4, "{at:?}");
     assert_eq!(at.ptx_version, 75);
@@ -213,10 +266,15 @@ fn attributes_and_occupancy() {
     let (grid, block) = rev.max_potential_block_size(|b| b as usize * 4, 0).unwrap();
     assert!(block > 0 && block % 32 == 0 && block <= 1024, "{block}");
     assert!(grid >= props.multi_processor_count as u32, "{grid}");
-    let avail = rev.available_dynamic_shared_memory_per_block(2, 256).unwrap();
+    let avail = rev
+        .available_dynamic_shared_memory_per_block(2, 256)
+        .unwrap();
     assert!(avail > 0);
     rev.set_max_dynamic_shared_size(64 * 1024).unwrap();
-    assert_eq!(rev.attributes().unwrap().max_dynamic_shared_size_bytes, 64 * 1024);
+    assert_eq!(
+        rev.attributes().unwrap().max_dynamic_shared_size_bytes,
+        64 * 1024
+    );
     rev.set_max_dynamic_shared_size(48 * 1024).unwrap();
     rev.set_preferred_shared_memory_carveout(50).unwrap();
     assert!(rev.set_preferred_shared_memory_carveout(101).is_err());
@@ -235,15 +293,23 @@ fn cooperative_launch_limits() {
     // SAFETY: `out` holds `len` u32s and outlives the kernel (synchronised below); the kernel
     // writes only below `len`.
     unsafe {
-        f.launch_cooperative(&s, &LaunchConfig::new(fit, 128u32), &[KernelArg::new(&p), KernelArg::new(&len)])
-            .unwrap()
+        f.launch_cooperative(
+            &s,
+            &LaunchConfig::new(fit, 128u32),
+            &[KernelArg::new(&p), KernelArg::new(&len)],
+        )
+        .unwrap()
     };
     s.synchronize().unwrap();
-    let want: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    let want: Vec<u32> = (0..n as u32).map(|i: u32| i.wrapping_mul(2654435761)).collect();
     assert_same("cooperative write_index", &out.to_vec().unwrap(), &want);
     // SAFETY: refused before launching.
     let e = unsafe {
-        f.launch_cooperative(&s, &LaunchConfig::new(fit + 1, 128u32), &[KernelArg::new(&p), KernelArg::new(&len)])
+        f.launch_cooperative(
+            &s,
+            &LaunchConfig::new(fit + 1, 128u32),
+            &[KernelArg::new(&p), KernelArg::new(&len)],
+        )
     }
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::CooperativeLaunchTooLarge, "{e}");
@@ -265,17 +331,40 @@ fn module_globals_round_trip() {
     table.copy_from_host_async(&c, &s).unwrap();
     assert_eq!(table.copy_to_host_async(&s).unwrap(), c);
     // The kernel sees the table.
-    let x = random_f32(&mut r, 1000).iter().map(|v| v / 1000.0).collect::<Vec<_>>();
+    let x = random_f32(&mut r, 1000)
+        .iter()
+        .map(|v| v / 1000.0)
+        .collect::<Vec<_>>();
     let dx = DeviceBuffer::from_slice(&x).unwrap();
     let mut dy = DeviceBuffer::<f32>::new(x.len()).unwrap();
-    kernels::constant_memory::poly_eval(&s, &LaunchConfig::for_elements(x.len(), 128), &dx, &mut dy, 15).unwrap();
+    kernels::constant_memory::poly_eval(
+        &s,
+        &LaunchConfig::for_elements(x.len(), 128),
+        &dx,
+        &mut dy,
+        15,
+    )
+    .unwrap();
     s.synchronize().unwrap();
-    let want: Vec<f32> = x.iter().map(|&x| c.iter().rev().fold(0f32, |acc, &k| acc * x + k)).collect();
+    let want: Vec<f32> = x
+        .iter()
+        .map(|&x| c.iter().rev().fold(0f32, |acc, &k| acc * x + k))
+        .collect();
     assert_close("poly_eval", &dy.to_vec().unwrap(), &want, 1e-4);
     // Wrong name and wrong size.
-    assert_eq!(m.global::<u32>("nope").unwrap_err().code(), ErrorCode::SymbolNotFound);
+    assert_eq!(
+        m.global::<u32>("nope").unwrap_err().code(),
+        ErrorCode::SymbolNotFound
+    );
     let e = m.global::<[f32; 8]>("coeffs").unwrap_err();
-    assert_eq!(e, Error::SymbolSize { name: "coeffs".into(), symbol_size: 64, host_size: 32 });
+    assert_eq!(
+        e,
+        Error::SymbolSize {
+            name: "coeffs".into(),
+            symbol_size: 64,
+            host_size: 32
+        }
+    );
 }
 
 fn dropped_buffer_is_not_reused_while_a_kernel_reads_it() {
@@ -296,7 +385,14 @@ fn dropped_buffer_is_not_reused_while_a_kernel_reads_it() {
         src.copy_from_host_async(&data, &a).unwrap();
         a.synchronize().unwrap();
         let mut out = DeviceBuffer::<f32>::zeroed(1).unwrap();
-        kernels::spin::spin_read_sum(&b, &LaunchConfig::new(1u32, 1u32), &src, &mut out, 100_000_000).unwrap();
+        kernels::spin::spin_read_sum(
+            &b,
+            &LaunchConfig::new(1u32, 1u32),
+            &src,
+            &mut out,
+            100_000_000,
+        )
+        .unwrap();
         drop(src);
         let mut reuse = if async_alloc {
             DeviceBuffer::<f32>::new_async(n, &a).unwrap()
@@ -308,7 +404,10 @@ fn dropped_buffer_is_not_reused_while_a_kernel_reads_it() {
         b.synchronize().unwrap();
         let want: f32 = data.iter().sum();
         let got = out.to_vec().unwrap()[0];
-        assert_eq!(got, want, "async_alloc={async_alloc}: the kernel read reused memory");
+        assert_eq!(
+            got, want,
+            "async_alloc={async_alloc}: the kernel read reused memory"
+        );
     }
 }
 
@@ -324,10 +423,20 @@ fn threads_launch_concurrently() {
                     b.iter().map(|&x| (x % 1000) as f32).collect(),
                 );
                 let s = Stream::per_thread().unwrap();
-                let (da, db) = (DeviceBuffer::from_slice(&a).unwrap(), DeviceBuffer::from_slice(&b).unwrap());
+                let (da, db) = (
+                    DeviceBuffer::from_slice(&a).unwrap(),
+                    DeviceBuffer::from_slice(&b).unwrap(),
+                );
                 let mut dc = DeviceBuffer::<f32>::new(n).unwrap();
                 for _ in 0..20 {
-                    kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &da, &db, &mut dc).unwrap();
+                    kernels::vector_add::vadd(
+                        &s,
+                        &LaunchConfig::for_elements(n, 256),
+                        &da,
+                        &db,
+                        &mut dc,
+                    )
+                    .unwrap();
                 }
                 s.synchronize().unwrap();
                 let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
@@ -355,8 +464,14 @@ fn sticky_error_until_reset() {
     // Every later call on the device reports it, and get_last_error does not clear it.
     let e = DeviceBuffer::<u32>::new(4).unwrap_err();
     assert_eq!(e.code(), ErrorCode::IllegalAddress, "{e}");
-    assert_eq!(get_last_error().map(|e| e.code()), Some(ErrorCode::IllegalAddress));
-    assert_eq!(get_last_error().map(|e| e.code()), Some(ErrorCode::IllegalAddress));
+    assert_eq!(
+        get_last_error().map(|e| e.code()),
+        Some(ErrorCode::IllegalAddress)
+    );
+    assert_eq!(
+        get_last_error().map(|e| e.code()),
+        Some(ErrorCode::IllegalAddress)
+    );
     assert!(keep.to_vec().is_err());
     drop(keep);
     dev.reset().unwrap();
