@@ -14,6 +14,9 @@ use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
 
 const SPIN_NS: u64 = 20_000_000;
 
+/// Stream kinds, the expected order in words, and its check on (start, end) times.
+type Scenario = ([Kind; 3], &'static str, fn(&[(f64, f64); 3]) -> bool);
+
 #[derive(Clone, Copy)]
 enum Kind {
     Legacy,
@@ -90,7 +93,7 @@ fn timeline(kinds: [Kind; 3], t: &[(f64, f64); 3]) {
 
 fn run() -> cuda_runtime::Result<bool> {
     use Kind::*;
-    let checks: [([Kind; 3], &str, fn(&[(f64, f64); 3]) -> bool); 3] = [
+    let checks: [Scenario; 3] = [
         (
             [Legacy, Blocking, Blocking],
             "1 first, then 2 and 3 together",

@@ -32,6 +32,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(test)]
+#[path = "../build/kernel_sig.rs"]
+#[allow(dead_code)]
+mod build_kernel_sig;
 mod context;
 pub mod device;
 mod driver;
@@ -46,6 +50,7 @@ pub use error::{
     Result,
 };
 pub mod event;
+pub mod kernels;
 pub mod memory;
 pub mod stream;
 

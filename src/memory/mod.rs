@@ -15,7 +15,7 @@
 //! * copies between the host and plain Rust slices return only once the host memory is no longer
 //!   needed by the device: pageable memory follows the runtime's rules (staged or completed
 //!   before return), and when a slice turns out to be page-locked the call waits for its stream;
-//! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`]; its
+//! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`](crate::Error::ContextDestroyed); its
 //!   memory died with the context and is not freed twice.
 
 mod device;

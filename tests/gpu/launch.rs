@@ -301,7 +301,9 @@ fn cooperative_launch_limits() {
         .unwrap()
     };
     s.synchronize().unwrap();
-    let want: Vec<u32> = (0..n as u32).map(|i: u32| i.wrapping_mul(2654435761)).collect();
+    let want: Vec<u32> = (0..n as u32)
+        .map(|i: u32| i.wrapping_mul(2654435761))
+        .collect();
     assert_same("cooperative write_index", &out.to_vec().unwrap(), &want);
     // SAFETY: refused before launching.
     let e = unsafe {
