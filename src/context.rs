@@ -128,13 +128,6 @@ pub(crate) fn set_current_ordinal(ordinal: i32) {
     THREAD.with(|t| t.device.set(ordinal));
 }
 
-/// The sticky error of the calling thread's current device, if any. Never initialises anything.
-pub(crate) fn current_sticky() -> Option<Error> {
-    let rt = RUNTIME.get()?.as_ref().ok()?;
-    let dev = rt.devices.get(usize::try_from(current_ordinal()).ok()?)?;
-    dev.sticky_error()
-}
-
 /// A device whose primary context is active and current on the calling thread. The context
 /// cannot be reset while this lives.
 pub(crate) struct Active {

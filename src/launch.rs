@@ -137,7 +137,7 @@ impl LaunchLimits {
 }
 
 /// Checks a launch configuration against the device limits, as libcudart does before launching
-/// (`cudaErrorInvalidConfiguration`).
+/// (it reports `cudaErrorInvalidValue` for each of these).
 #[inline]
 pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> {
     let g = [cfg.grid.x, cfg.grid.y, cfg.grid.z];
@@ -236,7 +236,7 @@ mod tests {
         for (c, what, value, limit) in cases {
             let e = validate(&c, &H100).unwrap_err();
             assert_eq!(e, Error::InvalidConfiguration { what, value, limit });
-            assert_eq!(e.code(), crate::ErrorCode::InvalidConfiguration);
+            assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
             let msg = e.to_string();
             assert!(msg.contains(&value.to_string()) && msg.contains(&limit.to_string()));
         }

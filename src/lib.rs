@@ -10,7 +10,8 @@
 //! * **Last error per thread**: every failing call returns `Err` and records it;
 //!   [`get_last_error`] returns and clears it, [`peek_at_last_error`] only returns it. Errors
 //!   that corrupt a context ([`ErrorCode::is_sticky`]) are reported by every later call on that
-//!   device until [`Device::reset`].
+//!   device until [`Device::reset`] (measured on driver 580: after an illegal address not even a
+//!   reset recovers the device, in libcudart as here; the process must restart).
 //! * **Reset** destroys the primary context; every handle made before it fails with
 //!   [`Error::ContextDestroyed`] afterwards instead of touching freed driver state.
 //! * **Default streams**: see [`stream`].

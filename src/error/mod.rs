@@ -68,7 +68,9 @@ pub enum Error {
         device: i32,
     },
     /// A sticky error: an earlier failure corrupted the device's context, and every call on that
-    /// device reports it until the device is reset.
+    /// device reports it until the device is reset. On driver 580 a reset does not recover
+    /// from such errors either (libcudart then reports `cudaErrorDevicesUnavailable`): the process
+    /// must be restarted, as NVIDIA documents for these errors.
     #[error("device {device} is unusable until it is reset: {code} ({})", .code.description())]
     Sticky {
         /// The device whose context is corrupted.
@@ -141,8 +143,9 @@ pub enum Error {
         /// The device required.
         expected: i32,
     },
-    /// A launch configuration outside the device's or kernel's limits
-    /// (`cudaErrorInvalidConfiguration`).
+    /// A launch configuration outside the device's limits (`cudaErrorInvalidValue`: libcudart
+    /// 13.0 reports these as invalid values, where older runtimes said
+    /// `cudaErrorInvalidConfiguration`).
     #[error("invalid launch configuration: {what} is {value}, but the limit is {limit}")]
     InvalidConfiguration {
         /// The offending part (e.g. `"block.x"`, `"threads per block"`, `"dynamic shared memory"`).
@@ -253,7 +256,7 @@ impl Error {
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle
             }
-            Error::InvalidConfiguration { .. } => ErrorCode::InvalidConfiguration,
+            Error::InvalidConfiguration { .. } => ErrorCode::InvalidValue,
             Error::ModuleLoad { code, .. } => *code,
             Error::NotFound { .. } => ErrorCode::SymbolNotFound,
             Error::CooperativeLaunchTooLarge { .. } => ErrorCode::CooperativeLaunchTooLarge,
@@ -321,25 +324,17 @@ pub(crate) fn record<T>(r: Result<T>) -> Result<T> {
 }
 
 /// Returns the last error of any call made by this thread and clears it
-/// (`cudaGetLastError`). A sticky error of the current device is never cleared: it is returned
-/// again until the device is reset.
+/// (`cudaGetLastError`). As in libcudart, a sticky error is cleared from here too, but every
+/// later call on its device still fails.
 #[doc(alias = "cudaGetLastError")]
 pub fn get_last_error() -> Option<Error> {
-    let last = LAST_ERROR.with(|l| l.borrow_mut().take());
-    if let Some(sticky) = crate::context::current_sticky() {
-        set_last_error(&sticky);
-        return Some(sticky);
-    }
-    last
+    LAST_ERROR.with(|l| l.borrow_mut().take())
 }
 
 /// Returns the last error of any call made by this thread without clearing it
 /// (`cudaPeekAtLastError`).
 #[doc(alias = "cudaPeekAtLastError")]
 pub fn peek_at_last_error() -> Option<Error> {
-    if let Some(sticky) = crate::context::current_sticky() {
-        return Some(sticky);
-    }
     LAST_ERROR.with(|l| l.borrow().clone())
 }
 

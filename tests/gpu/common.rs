@@ -99,3 +99,27 @@ pub fn check_against_cpu<I, O: PartialEq + Debug>(
     let actual = gpu(&input);
     assert_same(what, &actual, &expected);
 }
+
+/// The environment variable that makes the test binary run one child test.
+pub const CHILD_VAR: &str = "CUDA_RUNTIME_GPU_TEST_CHILD";
+
+/// Runs the child test `name` in a new process of this binary and returns its output; panics
+/// with the child's output if it fails.
+pub fn run_in_child(name: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .env(CHILD_VAR, name)
+        .output()
+        .expect("starting the child process");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "child test {name} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}

@@ -94,13 +94,20 @@ fn limits_set_and_read_back() {
     assert!(fifo > 0);
     let g = dev.limit(Limit::MaxL2FetchGranularity).unwrap();
     assert!(g <= 128, "{g}");
-    for l in [
-        Limit::DevRuntimeSyncDepth,
-        Limit::DevRuntimePendingLaunchCount,
-        Limit::PersistingL2CacheSize,
-    ] {
-        dev.limit(l).unwrap();
-    }
+    let pending = dev.limit(Limit::DevRuntimePendingLaunchCount).unwrap();
+    dev.set_limit(Limit::DevRuntimePendingLaunchCount, pending * 2)
+        .unwrap();
+    assert_eq!(
+        dev.limit(Limit::DevRuntimePendingLaunchCount).unwrap(),
+        pending * 2
+    );
+    dev.set_limit(Limit::DevRuntimePendingLaunchCount, pending)
+        .unwrap();
+    dev.limit(Limit::PersistingL2CacheSize).unwrap();
+    // As libcudart on this device: the sync-depth limit is unsupported (no device runtime
+    // linked).
+    let e = dev.limit(Limit::DevRuntimeSyncDepth).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnsupportedLimit, "{e}");
 }
 
 fn cache_config_and_priority_range() {

@@ -26,6 +26,21 @@ fn gpu_unavailable() -> Option<String> {
 }
 
 fn main() {
+    // A test that must run in a process of its own (it leaves the GPU unusable for the process)
+    // re-runs this binary with the child's name in this variable.
+    if let Ok(name) = std::env::var(common::CHILD_VAR) {
+        let child = launch::CHILDREN.iter().find(|(n, _)| *n == name);
+        match child {
+            Some((_, f)) => {
+                f();
+                std::process::exit(0);
+            }
+            None => {
+                eprintln!("no child test named {name}");
+                std::process::exit(2);
+            }
+        }
+    }
     let args = Arguments::from_args();
     let require = std::env::var("CUDA_RUNTIME_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let skip = if require { None } else { gpu_unavailable() };
