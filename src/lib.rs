@@ -33,14 +33,14 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-#[cfg(test)]
-#[path = "../build/kernel_sig.rs"]
-#[allow(dead_code)]
-mod build_kernel_sig;
 mod context;
 pub mod device;
 mod driver;
 pub mod error;
+/// The kernel-signature and PTX parser shared with `build.rs` (for user PTX's parameter lists).
+#[path = "../build/kernel_sig.rs"]
+#[allow(dead_code)]
+mod kernel_sig;
 
 pub use device::{
     device_count, driver_version, get_device, runtime_version, set_device, CacheConfig, Device,

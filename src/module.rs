@@ -190,7 +190,7 @@ impl EmbeddedKernel {
         record((|| {
             let a = context::enter_current()?;
             let f = self.resolve(&a)?;
-            Function::new(&a, f, self.name, None)
+            Function::new(&a, f, self.name, None, Some(self.param_sizes))
         })())
     }
 
@@ -304,6 +304,8 @@ struct ModuleInner {
     raw: Raw<sys::CUmod_st>,
     device: i32,
     generation: u64,
+    /// Parameter sizes of each entry, when the module was PTX text.
+    ptx_entries: Vec<(String, Vec<usize>)>,
 }
 
 impl Drop for ModuleInner {
@@ -351,7 +353,7 @@ impl Module {
                 value: format!("{} bytes", ptx.len()),
                 reason: "contains a NUL byte",
             })?;
-            Module::load(c.as_bytes_with_nul())
+            Module::load(c.as_bytes_with_nul(), ptx)
         })())
     }
 
@@ -359,12 +361,21 @@ impl Module {
     pub fn from_image(image: &[u8]) -> Result<Module> {
         record((|| {
             // PTX must end in a NUL for the driver; cubins and fatbins carry their own length.
-            if image.first() != Some(&0x7f) && image.last() != Some(&0) {
-                let mut v = image.to_vec();
-                v.push(0);
-                return Module::load(&v);
+            let is_elf = image.first() == Some(&0x7f);
+            let is_fatbin = image.starts_with(&[0x50, 0xed, 0x55, 0xba]);
+            if is_elf || is_fatbin {
+                return Module::load(image, "");
             }
-            Module::load(image)
+            // PTX text: NUL-terminate it for the driver.
+            let text =
+                std::str::from_utf8(image.strip_suffix(&[0]).unwrap_or(image)).map_err(|_| {
+                    Error::InvalidValue {
+                        what: "module image",
+                        value: format!("{} bytes", image.len()),
+                        reason: "neither a cubin, a fatbin, nor UTF-8 PTX text",
+                    }
+                })?;
+            Module::from_ptx(text)
         })())
     }
 
@@ -379,7 +390,7 @@ impl Module {
         Module::from_image(&record(bytes)?)
     }
 
-    fn load(image: &[u8]) -> Result<Module> {
+    fn load(image: &[u8], ptx: &str) -> Result<Module> {
         let a = context::enter_current()?;
         let raw = load_image(&a, image)?;
         Ok(Module {
@@ -387,6 +398,7 @@ impl Module {
                 raw: Raw(raw),
                 device: a.dev.ordinal,
                 generation: a.generation(),
+                ptx_entries: crate::kernel_sig::parse_ptx_entries(ptx).unwrap_or_default(),
             }),
         })
     }
@@ -408,7 +420,13 @@ impl Module {
         record((|| {
             let a = self.enter()?;
             let f = get_function(&a, self.inner.raw.0, name)?;
-            Function::new(&a, f, name, Some(self.inner.clone()))
+            let known = self
+                .inner
+                .ptx_entries
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, sizes)| sizes.as_slice());
+            Function::new(&a, f, name, Some(self.inner.clone()), known)
         })())
     }
 
@@ -516,23 +534,30 @@ impl<'a> KernelArg<'a> {
 }
 
 impl Function {
+    /// A function handle. `known` is the parameter list from the PTX, when there is one: the
+    /// driver is then asked about exactly those parameters. Without it (cubins) the list is
+    /// found by asking until the driver reports an invalid index (driver 580 has no
+    /// `cuFuncGetParamCount`), which API-error checkers will see.
     fn new(
         a: &Active,
         f: sys::CUfunction,
         name: &str,
         module: Option<Arc<ModuleInner>>,
+        known: Option<&[usize]>,
     ) -> Result<Function> {
         let mut params = Vec::new();
         loop {
+            if known.is_some_and(|k| params.len() == k.len()) {
+                break;
+            }
             let (mut offset, mut size) = (0usize, 0usize);
-            // SAFETY: live function; valid out-parameters. The first index past the last
-            // parameter returns CUDA_ERROR_INVALID_VALUE, which ends the list.
+            // SAFETY: live function; valid out-parameters.
             let r = driver::rc(unsafe {
                 sys::cuFuncGetParamInfo(f, params.len(), &mut offset, &mut size)
             });
             match r {
                 0 => params.push(ParamInfo { offset, size }),
-                1 => break,
+                1 if known.is_none() => break,
                 code => return Err(a.dev.note(Error::from_driver(code, "cuFuncGetParamInfo"))),
             }
         }

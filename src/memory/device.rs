@@ -276,12 +276,16 @@ impl On<'_> {
 fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
     let probe = |p: *const u8| {
         let mut ty = 0u32;
-        // SAFETY: the attribute query only inspects the address; `ty` is a valid out-parameter
-        // of the attribute's size (an unsigned int).
+        let mut attr = [sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE];
+        let mut data = [(&mut ty as *mut u32).cast::<std::ffi::c_void>()];
+        // SAFETY: the query only inspects the address; `ty` is a valid out-parameter of the
+        // attribute's size. Unlike `cuPointerGetAttribute`, this call succeeds (leaving 0) for
+        // memory the driver does not know, so ordinary pageable memory raises no API error.
         let r = unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut ty as *mut u32).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            sys::cuPointerGetAttributes(
+                1,
+                attr.as_mut_ptr(),
+                data.as_mut_ptr(),
                 p as sys::CUdeviceptr,
             )
         };

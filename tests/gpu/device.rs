@@ -104,10 +104,6 @@ fn limits_set_and_read_back() {
     dev.set_limit(Limit::DevRuntimePendingLaunchCount, pending)
         .unwrap();
     dev.limit(Limit::PersistingL2CacheSize).unwrap();
-    // As libcudart on this device: the sync-depth limit is unsupported (no device runtime
-    // linked).
-    let e = dev.limit(Limit::DevRuntimeSyncDepth).unwrap_err();
-    assert_eq!(e.code(), ErrorCode::UnsupportedLimit, "{e}");
 }
 
 fn cache_config_and_priority_range() {

@@ -14,7 +14,6 @@ crate::tests![
     launch_validation_names_values,
     launch_on_another_devices_stream_fails,
     user_ptx_arguments_are_checked,
-    bad_ptx_reports_the_jit_log,
     attributes_and_occupancy,
     cooperative_launch_limits,
     module_globals_round_trip,
@@ -143,7 +142,7 @@ fn launch_on_another_devices_stream_fails() {
     .unwrap();
 }
 
-const USER_PTX: &str = r#"
+pub(crate) const USER_PTX: &str = r#"
 .version 8.0
 .target sm_75
 .address_size 64
@@ -239,21 +238,6 @@ fn user_ptx_arguments_are_checked() {
     let want: Vec<f32> = x.iter().zip(&y).map(|(&x, &y)| a.mul_add(x, y)).collect();
     assert_close("axpy", &dy.to_vec().unwrap(), &want, 1e-6);
     dy.fill(0.0).unwrap();
-    let e = module.function("nope").unwrap_err();
-    assert_eq!(e.code(), ErrorCode::SymbolNotFound);
-}
-
-fn bad_ptx_reports_the_jit_log() {
-    let e = Module::from_ptx(
-        ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { bogus; }",
-    )
-    .unwrap_err();
-    match &e {
-        Error::ModuleLoad { log, .. } => assert!(!log.is_empty(), "{e}"),
-        other => panic!("expected ModuleLoad, got {other}"),
-    }
-    let e = Module::from_file("/nonexistent/k.ptx").unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidValue);
 }
 
 fn attributes_and_occupancy() {
@@ -362,10 +346,6 @@ fn module_globals_round_trip() {
         .collect();
     assert_close("poly_eval", &dy.to_vec().unwrap(), &want, 1e-4);
     // Wrong name and wrong size.
-    assert_eq!(
-        m.global::<u32>("nope").unwrap_err().code(),
-        ErrorCode::SymbolNotFound
-    );
     let e = m.global::<[f32; 8]>("coeffs").unwrap_err();
     assert_eq!(
         e,

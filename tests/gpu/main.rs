@@ -6,6 +6,7 @@
 
 mod common;
 mod device;
+mod driver_errors;
 mod launch;
 mod memory;
 mod stream;
@@ -47,10 +48,16 @@ fn main() {
     if let Some(reason) = &skip {
         eprintln!("GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)");
     }
-    let all: Vec<&GpuTest> = [device::TESTS, launch::TESTS, memory::TESTS, stream::TESTS]
-        .into_iter()
-        .flatten()
-        .collect();
+    let all: Vec<&GpuTest> = [
+        device::TESTS,
+        driver_errors::TESTS,
+        launch::TESTS,
+        memory::TESTS,
+        stream::TESTS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let trials = all
         .into_iter()
         .map(|t| {
