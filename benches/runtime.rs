@@ -1,0 +1,590 @@
+//! The runtime's hot paths measured three ways in one run: through this crate, through the raw
+//! driver call (cudarc's `sys`), and through NVIDIA's libcudart loaded at run time
+//! (`CUDA_RUNTIME_LIBCUDART`, default `/usr/local/cuda/lib64/libcudart.so`), all on the same
+//! primary context and the same PTX. Criterion measures each; a summary table of medians with the
+//! ratios follows.
+//!
+//! `cargo bench` (needs a GPU; without one it prints why and exits).
+
+use std::ffi::{c_void, CString};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use cuda_runtime::{kernels, DeviceBuffer, Event, EventFlags, LaunchConfig, Stream};
+use cudarc::driver::sys;
+
+/// Fails the bench with a message (no panic backtrace).
+fn die(what: &str) -> ! {
+    eprintln!("runtime bench: {what}");
+    std::process::exit(1);
+}
+
+fn ck(r: sys::CUresult, what: &str) {
+    let code = r as u32;
+    if code != 0 {
+        die(&format!("{what} failed with CUresult {code}"));
+    }
+}
+
+/// The raw driver side: its own stream, module, functions and event in the primary context.
+struct Raw {
+    stream: sys::CUstream,
+    empty: sys::CUfunction,
+    four: sys::CUfunction,
+    event: sys::CUevent,
+}
+
+impl Raw {
+    fn new() -> Raw {
+        let ptx = CString::new(kernels::params::PTX).unwrap_or_else(|_| die("PTX has a NUL"));
+        let mut m: sys::CUmodule = std::ptr::null_mut();
+        let (mut empty, mut four): (sys::CUfunction, sys::CUfunction) =
+            (std::ptr::null_mut(), std::ptr::null_mut());
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: the crate has initialised the driver and made its primary context current on
+        // this thread; every out-parameter is valid; names are NUL-terminated.
+        unsafe {
+            ck(
+                sys::cuModuleLoadData(&mut m, ptx.as_ptr().cast()),
+                "cuModuleLoadData",
+            );
+            ck(
+                sys::cuModuleGetFunction(&mut empty, m, c"empty".as_ptr()),
+                "cuModuleGetFunction",
+            );
+            ck(
+                sys::cuModuleGetFunction(&mut four, m, c"four_args".as_ptr()),
+                "cuModuleGetFunction",
+            );
+            ck(sys::cuStreamCreate(&mut stream, 0), "cuStreamCreate");
+            ck(sys::cuEventCreate(&mut event, 0), "cuEventCreate");
+        }
+        Raw {
+            stream,
+            empty,
+            four,
+            event,
+        }
+    }
+
+    fn sync(&self) {
+        // SAFETY: live stream.
+        ck(
+            unsafe { sys::cuStreamSynchronize(self.stream) },
+            "cuStreamSynchronize",
+        );
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Dim3 {
+    x: u32,
+    y: u32,
+    z: u32,
+}
+
+type CudaError = i32;
+type CudaStream = *mut c_void;
+type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// libcudart, loaded at run time, with the calls the bench needs.
+struct Cudart {
+    _lib: libloading::Library,
+    stream_create: unsafe extern "C" fn(*mut CudaStream) -> CudaError,
+    stream_sync: unsafe extern "C" fn(CudaStream) -> CudaError,
+    launch: unsafe extern "C" fn(
+        *const c_void,
+        Dim3,
+        Dim3,
+        *mut *mut c_void,
+        usize,
+        CudaStream,
+    ) -> CudaError,
+    event_create: unsafe extern "C" fn(*mut *mut c_void) -> CudaError,
+    event_record: unsafe extern "C" fn(*mut c_void, CudaStream) -> CudaError,
+    host_fn: unsafe extern "C" fn(CudaStream, HostFn, *mut c_void) -> CudaError,
+    memcpy_async:
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, i32, CudaStream) -> CudaError,
+    stream: CudaStream,
+    empty: *const c_void,
+    four: *const c_void,
+    event: *mut c_void,
+}
+
+fn ok(e: CudaError, what: &str) {
+    if e != 0 {
+        die(&format!("libcudart {what} returned cudaError {e}"));
+    }
+}
+
+impl Cudart {
+    fn load() -> Option<Cudart> {
+        let path = std::env::var("CUDA_RUNTIME_LIBCUDART")
+            .unwrap_or_else(|_| "/usr/local/cuda/lib64/libcudart.so".into());
+        // SAFETY: loading NVIDIA's runtime library runs its initialisers, which only register
+        // with the driver.
+        let lib = match unsafe { libloading::Library::new(&path) } {
+            Ok(l) => l,
+            Err(e) => {
+                println!("libcudart not loaded ({path}: {e}): its column is left empty");
+                return None;
+            }
+        };
+        macro_rules! sym {
+            ($name:literal) => {
+                // SAFETY: the symbol has the C signature declared in the field's type
+                // (cuda_runtime_api.h of CUDA 13.0).
+                match unsafe { lib.get($name) } {
+                    Ok(f) => *f,
+                    Err(e) => die(&format!("libcudart lacks a symbol: {e}")),
+                }
+            };
+        }
+        let library_load: unsafe extern "C" fn(
+            *mut *mut c_void,
+            *const c_void,
+            *mut c_void,
+            *mut *mut c_void,
+            u32,
+            *mut c_void,
+            *mut *mut c_void,
+            u32,
+        ) -> CudaError = sym!(b"cudaLibraryLoadData\0");
+        let get_kernel: unsafe extern "C" fn(
+            *mut *const c_void,
+            *mut c_void,
+            *const i8,
+        ) -> CudaError = sym!(b"cudaLibraryGetKernel\0");
+        let mut c = Cudart {
+            stream_create: sym!(b"cudaStreamCreate\0"),
+            stream_sync: sym!(b"cudaStreamSynchronize\0"),
+            launch: sym!(b"cudaLaunchKernel\0"),
+            event_create: sym!(b"cudaEventCreate\0"),
+            event_record: sym!(b"cudaEventRecord\0"),
+            host_fn: sym!(b"cudaLaunchHostFunc\0"),
+            memcpy_async: sym!(b"cudaMemcpyAsync\0"),
+            _lib: lib,
+            stream: std::ptr::null_mut(),
+            empty: std::ptr::null(),
+            four: std::ptr::null(),
+            event: std::ptr::null_mut(),
+        };
+        let ptx = CString::new(kernels::params::PTX).unwrap_or_else(|_| die("PTX has a NUL"));
+        let mut library: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-parameters; the PTX is NUL-terminated; no options.
+        unsafe {
+            ok(
+                library_load(
+                    &mut library,
+                    ptx.as_ptr().cast(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                ),
+                "cudaLibraryLoadData",
+            );
+            ok(
+                get_kernel(&mut c.empty, library, c"empty".as_ptr()),
+                "cudaLibraryGetKernel",
+            );
+            ok(
+                get_kernel(&mut c.four, library, c"four_args".as_ptr()),
+                "cudaLibraryGetKernel",
+            );
+            ok((c.stream_create)(&mut c.stream), "cudaStreamCreate");
+            ok((c.event_create)(&mut c.event), "cudaEventCreate");
+        }
+        Some(c)
+    }
+
+    fn sync(&self) {
+        // SAFETY: live stream.
+        ok(
+            unsafe { (self.stream_sync)(self.stream) },
+            "cudaStreamSynchronize",
+        );
+    }
+}
+
+unsafe extern "C" fn noop(_: *mut c_void) {}
+
+const ONE: Dim3 = Dim3 { x: 1, y: 1, z: 1 };
+
+/// The figures: name, unit, and per implementation a closure doing one operation.
+struct Setup {
+    stream: Stream,
+    event: Event,
+    out: DeviceBuffer<f32>,
+    src: DeviceBuffer<u8>,
+    dst: DeviceBuffer<u8>,
+    raw: Raw,
+    cudart: Option<Cudart>,
+}
+
+const COPY_BYTES: usize = 256 << 20;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Crate,
+    Driver,
+    Cudart,
+}
+
+#[derive(Clone, Copy)]
+enum Figure {
+    EmptyLaunch,
+    FourArgLaunch,
+    EventRecord,
+    LaunchSync,
+    HostFn,
+    CopyD2D,
+}
+
+impl Figure {
+    const ALL: [Figure; 6] = [
+        Figure::EmptyLaunch,
+        Figure::FourArgLaunch,
+        Figure::EventRecord,
+        Figure::LaunchSync,
+        Figure::HostFn,
+        Figure::CopyD2D,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Figure::EmptyLaunch => "empty kernel launch, submit",
+            Figure::FourArgLaunch => "4-argument kernel launch, submit",
+            Figure::EventRecord => "event record",
+            Figure::LaunchSync => "launch + synchronize round trip",
+            Figure::HostFn => "host function + synchronize round trip",
+            Figure::CopyD2D => "device-to-device copy 256 MiB",
+        }
+    }
+    /// Operations per timed batch; submit-only figures synchronise after the batch.
+    fn batch(self) -> u32 {
+        match self {
+            Figure::EmptyLaunch | Figure::FourArgLaunch | Figure::EventRecord => 2000,
+            Figure::LaunchSync | Figure::HostFn => 200,
+            Figure::CopyD2D => 5,
+        }
+    }
+}
+
+impl Setup {
+    /// One operation of `fig` through `way`. Returns false when the way is unavailable.
+    fn op(&mut self, fig: Figure, way: Way) -> bool {
+        let cfg = LaunchConfig::new(1u32, 1u32);
+        match way {
+            Way::Crate => {
+                let r = match fig {
+                    Figure::EmptyLaunch => kernels::params::empty(&self.stream, &cfg),
+                    Figure::FourArgLaunch => {
+                        kernels::params::four_args(&self.stream, &cfg, &mut self.out, 1, 2.0, 3.0)
+                    }
+                    Figure::EventRecord => self.event.record(&self.stream),
+                    Figure::LaunchSync => kernels::params::empty(&self.stream, &cfg)
+                        .and_then(|_| self.stream.synchronize()),
+                    Figure::HostFn => self
+                        .stream
+                        .launch_host_fn(|| {})
+                        .and_then(|_| self.stream.synchronize()),
+                    Figure::CopyD2D => self
+                        .dst
+                        .copy_from_device_async(&self.src, &self.stream)
+                        .and_then(|_| self.stream.synchronize()),
+                };
+                if let Err(e) = r {
+                    die(&format!("{}: {e}", fig.name()));
+                }
+            }
+            Way::Driver => {
+                let r = &self.raw;
+                // SAFETY: live handles of the current context; the 4-argument kernel gets
+                // pointers to locals of its parameter types, and `out` holds one float.
+                unsafe {
+                    match fig {
+                        Figure::EmptyLaunch => ck(
+                            sys::cuLaunchKernel(
+                                r.empty,
+                                1,
+                                1,
+                                1,
+                                1,
+                                1,
+                                1,
+                                0,
+                                r.stream,
+                                std::ptr::null_mut(),
+                                std::ptr::null_mut(),
+                            ),
+                            "cuLaunchKernel",
+                        ),
+                        Figure::FourArgLaunch => {
+                            let (mut p, mut n, mut a, mut b, mut c) =
+                                (self.out.as_raw(), 1usize, 1i32, 2f32, 3f64);
+                            let mut args: [*mut c_void; 5] = [
+                                (&mut p as *mut u64).cast(),
+                                (&mut n as *mut usize).cast(),
+                                (&mut a as *mut i32).cast(),
+                                (&mut b as *mut f32).cast(),
+                                (&mut c as *mut f64).cast(),
+                            ];
+                            ck(
+                                sys::cuLaunchKernel(
+                                    r.four,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    0,
+                                    r.stream,
+                                    args.as_mut_ptr(),
+                                    std::ptr::null_mut(),
+                                ),
+                                "cuLaunchKernel",
+                            )
+                        }
+                        Figure::EventRecord => {
+                            ck(sys::cuEventRecord(r.event, r.stream), "cuEventRecord")
+                        }
+                        Figure::LaunchSync => {
+                            ck(
+                                sys::cuLaunchKernel(
+                                    r.empty,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    0,
+                                    r.stream,
+                                    std::ptr::null_mut(),
+                                    std::ptr::null_mut(),
+                                ),
+                                "cuLaunchKernel",
+                            );
+                            r.sync();
+                        }
+                        Figure::HostFn => {
+                            ck(
+                                sys::cuLaunchHostFunc(r.stream, Some(noop), std::ptr::null_mut()),
+                                "cuLaunchHostFunc",
+                            );
+                            r.sync();
+                        }
+                        Figure::CopyD2D => {
+                            ck(
+                                sys::cuMemcpyDtoDAsync_v2(
+                                    self.dst.as_raw(),
+                                    self.src.as_raw(),
+                                    COPY_BYTES,
+                                    r.stream,
+                                ),
+                                "cuMemcpyDtoDAsync",
+                            );
+                            r.sync();
+                        }
+                    }
+                }
+            }
+            Way::Cudart => {
+                let Some(c) = &self.cudart else { return false };
+                // SAFETY: as above, through libcudart's entry points.
+                unsafe {
+                    match fig {
+                        Figure::EmptyLaunch => ok(
+                            (c.launch)(c.empty, ONE, ONE, std::ptr::null_mut(), 0, c.stream),
+                            "cudaLaunchKernel",
+                        ),
+                        Figure::FourArgLaunch => {
+                            let (mut p, mut n, mut a, mut b, mut x) =
+                                (self.out.as_raw(), 1usize, 1i32, 2f32, 3f64);
+                            let mut args: [*mut c_void; 5] = [
+                                (&mut p as *mut u64).cast(),
+                                (&mut n as *mut usize).cast(),
+                                (&mut a as *mut i32).cast(),
+                                (&mut b as *mut f32).cast(),
+                                (&mut x as *mut f64).cast(),
+                            ];
+                            ok(
+                                (c.launch)(c.four, ONE, ONE, args.as_mut_ptr(), 0, c.stream),
+                                "cudaLaunchKernel",
+                            )
+                        }
+                        Figure::EventRecord => {
+                            ok((c.event_record)(c.event, c.stream), "cudaEventRecord")
+                        }
+                        Figure::LaunchSync => {
+                            ok(
+                                (c.launch)(c.empty, ONE, ONE, std::ptr::null_mut(), 0, c.stream),
+                                "cudaLaunchKernel",
+                            );
+                            c.sync();
+                        }
+                        Figure::HostFn => {
+                            ok(
+                                (c.host_fn)(c.stream, noop, std::ptr::null_mut()),
+                                "cudaLaunchHostFunc",
+                            );
+                            c.sync();
+                        }
+                        Figure::CopyD2D => {
+                            ok(
+                                (c.memcpy_async)(
+                                    self.dst.as_raw() as *mut c_void,
+                                    self.src.as_raw() as *const c_void,
+                                    COPY_BYTES,
+                                    3,
+                                    c.stream,
+                                ),
+                                "cudaMemcpyAsync",
+                            );
+                            c.sync();
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn sync_all(&self) {
+        if let Err(e) = self.stream.synchronize() {
+            die(&format!("synchronize: {e}"));
+        }
+        self.raw.sync();
+        if let Some(c) = &self.cudart {
+            c.sync();
+        }
+    }
+
+    /// Time of `n` operations, synchronised after.
+    fn batch(&mut self, fig: Figure, way: Way, n: u64) -> Option<Duration> {
+        self.sync_all();
+        let t = Instant::now();
+        for _ in 0..n {
+            if !self.op(fig, way) {
+                return None;
+            }
+        }
+        let submit = t.elapsed();
+        self.sync_all();
+        Some(match fig {
+            Figure::EmptyLaunch | Figure::FourArgLaunch | Figure::EventRecord => submit,
+            _ => t.elapsed(),
+        })
+    }
+
+    /// Median time per operation over `reps` batches, microseconds.
+    fn median_us(&mut self, fig: Figure, way: Way, reps: usize) -> Option<f64> {
+        let n = fig.batch() as u64;
+        self.batch(fig, way, n)?; // warm-up
+        let mut v: Vec<f64> = (0..reps)
+            .filter_map(|_| self.batch(fig, way, n))
+            .map(|d| d.as_secs_f64() * 1e6 / n as f64)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    }
+}
+
+fn main() {
+    let count = match cuda_runtime::device_count() {
+        Ok(n) if n > 0 => n,
+        Ok(_) => {
+            println!("runtime bench: no CUDA device; nothing to measure");
+            return;
+        }
+        Err(e) => {
+            println!("runtime bench: {e}; nothing to measure");
+            return;
+        }
+    };
+    let _ = count;
+    let mk = || -> cuda_runtime::Result<Setup> {
+        let stream = Stream::new()?;
+        let event = Event::with_flags(EventFlags::empty())?;
+        let out = DeviceBuffer::<f32>::zeroed(1)?;
+        let src = DeviceBuffer::<u8>::zeroed(COPY_BYTES)?;
+        let dst = DeviceBuffer::<u8>::zeroed(COPY_BYTES)?;
+        Ok(Setup {
+            stream,
+            event,
+            out,
+            src,
+            dst,
+            raw: Raw::new(),
+            cudart: None,
+        })
+    };
+    let mut setup = mk().unwrap_or_else(|e| die(&e.to_string()));
+    setup.cudart = Cudart::load();
+
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1500))
+        .sample_size(20)
+        .configure_from_args();
+    for fig in Figure::ALL {
+        let mut g = c.benchmark_group(fig.name());
+        for (way, label) in [
+            (Way::Crate, "cuda-runtime"),
+            (Way::Driver, "driver"),
+            (Way::Cudart, "libcudart"),
+        ] {
+            if way == Way::Cudart && setup.cudart.is_none() {
+                continue;
+            }
+            g.bench_function(label, |b| {
+                b.iter_custom(|iters| setup.batch(fig, way, black_box(iters)).unwrap_or_default())
+            });
+        }
+        g.finish();
+    }
+
+    println!(
+        "\nSummary: medians of 15 batches, microseconds per operation (copy: GB/s, read + written)"
+    );
+    println!(
+        "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "figure", "cuda-runtime", "driver", "libcudart", "vs driver", "vs libcudart"
+    );
+    for fig in Figure::ALL {
+        let ours = setup.median_us(fig, Way::Crate, 15);
+        let raw = setup.median_us(fig, Way::Driver, 15);
+        let rt = setup.median_us(fig, Way::Cudart, 15);
+        let show = |v: Option<f64>| match (v, fig) {
+            (Some(us), Figure::CopyD2D) => format!("{:.0}", 2.0 * COPY_BYTES as f64 / (us * 1e3)),
+            (Some(us), _) => format!("{us:.3}"),
+            (None, _) => "-".into(),
+        };
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.3}x", a / b),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            fig.name(),
+            show(ours),
+            show(raw),
+            show(rt),
+            ratio(ours, raw),
+            ratio(ours, rt)
+        );
+    }
+    println!(
+        "(ratios are time ratios: below 1 is faster; for the copy, below 1 means more bandwidth)"
+    );
+    println!(
+        "targets: launch submit <= 1.05x driver and < libcudart; event record <= 1.05x driver;"
+    );
+    println!("         launch+sync and host-function round trips <= libcudart");
+}
