@@ -483,16 +483,25 @@ impl Setup {
         })
     }
 
-    /// Median time per operation over `reps` batches, microseconds.
-    fn median_us(&mut self, fig: Figure, way: Way, reps: usize) -> Option<f64> {
+    /// Median time per operation over `reps` batches, microseconds, for every way at once: the
+    /// ways take turns batch by batch, so drift of the machine hits them alike.
+    fn medians_us(&mut self, fig: Figure, reps: usize) -> [Option<f64>; 3] {
         let n = fig.batch() as u64;
-        self.batch(fig, way, n)?; // warm-up
-        let mut v: Vec<f64> = (0..reps)
-            .filter_map(|_| self.batch(fig, way, n))
-            .map(|d| d.as_secs_f64() * 1e6 / n as f64)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+        let ways = [Way::Crate, Way::Driver, Way::Cudart];
+        let mut v: [Vec<f64>; 3] = Default::default();
+        for rep in 0..=reps {
+            for (i, &way) in ways.iter().enumerate() {
+                if let Some(d) = self.batch(fig, way, n) {
+                    if rep > 0 {
+                        v[i].push(d.as_secs_f64() * 1e6 / n as f64);
+                    }
+                }
+            }
+        }
+        v.map(|mut x| {
+            x.sort_by(f64::total_cmp);
+            x.get(x.len() / 2).copied()
+        })
     }
 }
 
@@ -551,16 +560,14 @@ fn main() {
     }
 
     println!(
-        "\nSummary: medians of 15 batches, microseconds per operation (copy: GB/s, read + written)"
+        "\nSummary: medians of 41 interleaved batches, microseconds per operation (copy: GB/s, read + written)"
     );
     println!(
         "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
         "figure", "cuda-runtime", "driver", "libcudart", "vs driver", "vs libcudart"
     );
     for fig in Figure::ALL {
-        let ours = setup.median_us(fig, Way::Crate, 15);
-        let raw = setup.median_us(fig, Way::Driver, 15);
-        let rt = setup.median_us(fig, Way::Cudart, 15);
+        let [ours, raw, rt] = setup.medians_us(fig, 41);
         let show = |v: Option<f64>| match (v, fig) {
             (Some(us), Figure::CopyD2D) => format!("{:.0}", 2.0 * COPY_BYTES as f64 / (us * 1e3)),
             (Some(us), _) => format!("{us:.3}"),
