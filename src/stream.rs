@@ -325,16 +325,18 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         record((|| {
             let a = self.enter_for_submit("cudaLaunchHostFunc")?;
+            // One allocation per call: the closure and the panic slot, taken back by the
+            // trampoline monomorphised for `F`.
             let payload = Box::new(HostFn {
-                f: Box::new(f),
+                f,
                 panics: self.inner.host_panics.clone(),
             });
             let data = Box::into_raw(payload);
-            // SAFETY: `data` is a leaked box that `host_fn_trampoline` takes back exactly once;
-            // on failure the driver never calls it and we take it back here.
+            // SAFETY: `data` is a leaked box that `host_fn_trampoline::<F>` takes back exactly
+            // once; on failure the driver never calls it and we take it back here.
             let r = a.check(
                 unsafe {
-                    sys::cuLaunchHostFunc(self.as_raw(), Some(host_fn_trampoline), data.cast())
+                    sys::cuLaunchHostFunc(self.as_raw(), Some(host_fn_trampoline::<F>), data.cast())
                 },
                 "cuLaunchHostFunc",
             );
@@ -347,15 +349,15 @@ impl Stream {
     }
 }
 
-struct HostFn {
-    f: Box<dyn FnOnce() + Send>,
+struct HostFn<F> {
+    f: F,
     panics: Arc<Mutex<Vec<String>>>,
 }
 
-unsafe extern "C" fn host_fn_trampoline(data: *mut std::ffi::c_void) {
-    // SAFETY: `data` came from `Box::into_raw` in `launch_host_fn`, and the driver calls the
-    // function once.
-    let payload = unsafe { Box::from_raw(data.cast::<HostFn>()) };
+unsafe extern "C" fn host_fn_trampoline<F: FnOnce() + Send + 'static>(data: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Box::into_raw` of a `HostFn<F>` in `launch_host_fn`, and the
+    // driver calls the function once.
+    let payload = unsafe { Box::from_raw(data.cast::<HostFn<F>>()) };
     let HostFn { f, panics } = *payload;
     let _in_host_fn = context::HostFnScope::enter();
     if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
