@@ -195,10 +195,21 @@ impl DeviceState {
         self.deferred.lock().push(DeferredError { during, error });
     }
 
+    /// One device attribute (`cuDeviceGetAttribute`), negative values read as 0.
+    pub(crate) fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<u32> {
+        let mut v = 0i32;
+        // SAFETY: valid device handle and out-parameter.
+        driver::check(
+            unsafe { sys::cuDeviceGetAttribute(&mut v, attr, self.raw) },
+            "cuDeviceGetAttribute",
+        )?;
+        Ok(v.max(0) as u32)
+    }
+
     /// The device's launch limits (cached).
     #[inline]
     pub(crate) fn launch_limits(&self) -> Result<crate::launch::LaunchLimits> {
-        crate::launch::LaunchLimits::of(&self.launch_limits, self.raw)
+        crate::launch::LaunchLimits::of(&self.launch_limits, self)
     }
 
     pub(crate) fn take_deferred(&self) -> Vec<DeferredError> {

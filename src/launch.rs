@@ -2,7 +2,8 @@
 
 use std::sync::OnceLock;
 
-use crate::driver::{self, sys};
+use crate::context::DeviceState;
+use crate::driver::sys;
 use crate::error::{Error, Result};
 
 /// Three-dimensional sizes of grids and blocks (`dim3`). Missing dimensions are 1.
@@ -99,17 +100,9 @@ pub(crate) struct LaunchLimits {
 }
 
 impl LaunchLimits {
-    fn read(dev: sys::CUdevice) -> Result<LaunchLimits> {
+    fn read(dev: &DeviceState) -> Result<LaunchLimits> {
         use sys::CUdevice_attribute::*;
-        let get = |attr| -> Result<u32> {
-            let mut v = 0i32;
-            // SAFETY: valid device handle and out-parameter.
-            driver::check(
-                unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) },
-                "cuDeviceGetAttribute",
-            )?;
-            Ok(v.max(0) as u32)
-        };
+        let get = |attr| dev.attribute(attr);
         Ok(LaunchLimits {
             max_block: [
                 get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
@@ -127,7 +120,7 @@ impl LaunchLimits {
     }
 
     /// The limits of a device, cached.
-    pub(crate) fn of(cache: &OnceLock<LaunchLimits>, dev: sys::CUdevice) -> Result<LaunchLimits> {
+    pub(crate) fn of(cache: &OnceLock<LaunchLimits>, dev: &DeviceState) -> Result<LaunchLimits> {
         if let Some(l) = cache.get() {
             return Ok(*l);
         }

@@ -731,15 +731,7 @@ impl Function {
         record((|| {
             let a = self.enter()?;
             use sys::CUdevice_attribute::*;
-            let dev_attr = |attr| -> Result<u32> {
-                let mut v = 0i32;
-                // SAFETY: valid device handle and out-parameter.
-                driver::check(
-                    unsafe { sys::cuDeviceGetAttribute(&mut v, attr, a.dev.raw) },
-                    "cuDeviceGetAttribute",
-                )?;
-                Ok(v.max(0) as u32)
-            };
+            let dev_attr = |attr| a.dev.attribute(attr);
             let sms = dev_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
             let warp = dev_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1);
             let max_threads_sm = dev_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
@@ -855,19 +847,10 @@ impl Function {
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
         let per_sm = self.occupancy(a, c.block.volume() as u32, c.shared_mem_bytes as usize)?;
-        let mut sms = 0i32;
-        // SAFETY: valid device handle and out-parameter.
-        driver::check(
-            unsafe {
-                sys::cuDeviceGetAttribute(
-                    &mut sms,
-                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                    a.dev.raw,
-                )
-            },
-            "cuDeviceGetAttribute",
-        )?;
-        let max = per_sm as u64 * sms.max(0) as u64;
+        let sms = a
+            .dev
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let max = per_sm as u64 * sms as u64;
         if c.grid.volume() > max {
             return Err(Error::CooperativeLaunchTooLarge {
                 blocks: c.grid.volume(),
