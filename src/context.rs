@@ -12,7 +12,7 @@
 //!   exclusively, so a reset never frees state that another thread's call is using.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
@@ -38,6 +38,8 @@ pub(crate) struct DeviceState {
     deferred: Mutex<Vec<DeferredError>>,
     /// Launch limits, read on first launch.
     pub(crate) launch_limits: OnceLock<crate::launch::LaunchLimits>,
+    /// Live CPU borrows of host memory owned by the context (see [`HostBorrow`]).
+    host_borrows: AtomicUsize,
 }
 
 struct Runtime {
@@ -76,6 +78,7 @@ fn runtime() -> Result<&'static Runtime> {
                     sticky: AtomicU32::new(0),
                     deferred: Mutex::new(Vec::new()),
                     launch_limits: OnceLock::new(),
+                    host_borrows: AtomicUsize::new(0),
                 });
             }
             Ok(Runtime {
@@ -262,6 +265,14 @@ impl DeviceState {
     /// device to finish first.
     pub(crate) fn reset(&'static self) -> Result<()> {
         let mut st = self.ctx.write();
+        // Borrows are only taken under the shared lock, so none can start while we hold it.
+        let borrows = self.host_borrows.load(Ordering::Acquire);
+        if borrows > 0 {
+            return Err(Error::ResetWhileBorrowed {
+                device: self.ordinal,
+                borrows,
+            });
+        }
         // SAFETY: no call of the crate is using the context (the write lock excludes them);
         // handles made in it are invalidated below through the generation.
         driver::check(
@@ -379,6 +390,43 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
     let a = enter(ordinal)?;
     a.expect_generation(generation, what)?;
     Ok(a)
+}
+
+/// A CPU borrow of host memory that a context owns (`cuMemHostAlloc`, `cuMemAllocManaged`):
+/// while one lives, [`DeviceState::reset`] refuses to run, since it would free the memory under
+/// the borrow.
+pub(crate) struct HostBorrow {
+    dev: &'static DeviceState,
+}
+
+impl HostBorrow {
+    /// Takes a borrow of memory made in context generation `generation` of `ordinal`.
+    pub(crate) fn take(ordinal: i32, generation: u64, what: &'static str) -> Result<HostBorrow> {
+        let dev = device_state(ordinal)?;
+        let guard = dev.ctx.read_recursive();
+        if guard.generation != generation || guard.ctx.is_null() {
+            return Err(Error::ContextDestroyed {
+                what,
+                device: ordinal,
+            });
+        }
+        dev.host_borrows.fetch_add(1, Ordering::AcqRel);
+        Ok(HostBorrow { dev })
+    }
+}
+
+impl Drop for HostBorrow {
+    fn drop(&mut self) {
+        self.dev.host_borrows.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether the context generation `generation` of device `ordinal` is still alive.
+pub(crate) fn is_live(ordinal: i32, generation: u64) -> bool {
+    device_state(ordinal).is_ok_and(|d| {
+        let g = d.ctx.read_recursive();
+        g.generation == generation && !g.ctx.is_null()
+    })
 }
 
 /// Releases driver state of a handle from `Drop`: runs `f` in the handle's context if that

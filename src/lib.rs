@@ -56,7 +56,11 @@ pub mod memory;
 pub mod stream;
 
 pub use event::{Event, EventFlags};
-pub use memory::{DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut, DeviceWrite};
+pub use memory::{
+    DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut, DeviceWrite, HostAllocFlags,
+    HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, Location, ManagedBuffer,
+    MemAdvice, MemAttach, PageLocked, PinnedBuffer,
+};
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
 };

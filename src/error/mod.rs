@@ -200,6 +200,41 @@ pub enum Error {
         /// Blocks that fit.
         max: u64,
     },
+    /// A row wider than its pitch (`cudaErrorInvalidPitchValue`).
+    #[error("{what}: a row of {width_bytes} bytes (starting at byte {x_bytes}) does not fit in a pitch of {pitch} bytes")]
+    InvalidPitch {
+        /// The side of the copy or the allocation.
+        what: &'static str,
+        /// The row's starting offset in bytes.
+        x_bytes: usize,
+        /// The row's width in bytes.
+        width_bytes: usize,
+        /// The pitch in bytes.
+        pitch: usize,
+    },
+    /// A device reset refused because the CPU still borrows host memory that the device's
+    /// context owns (write-combined page-locked or managed memory), which the reset would free
+    /// under the borrow (`cudaErrorNotPermitted`).
+    #[error("device {device} cannot be reset while {borrows} borrow(s) of its page-locked or managed host memory are alive")]
+    ResetWhileBorrowed {
+        /// The device.
+        device: i32,
+        /// Live borrows.
+        borrows: usize,
+    },
+    /// A managed allocation larger than the device's free memory, refused before the driver is
+    /// asked (`cudaErrorMemoryAllocation`): oversubscribing managed memory can hang the machine.
+    #[error(
+        "managed allocation of {requested} bytes exceeds the {free} bytes free on device {device}"
+    )]
+    ManagedTooLarge {
+        /// The device.
+        device: i32,
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes free.
+        free: usize,
+    },
     /// A closure given to `launch_host_fn` panicked.
     #[error("host function panicked: {message}")]
     HostFnPanicked {
@@ -261,6 +296,9 @@ impl Error {
             Error::NotFound { .. } => ErrorCode::SymbolNotFound,
             Error::CooperativeLaunchTooLarge { .. } => ErrorCode::CooperativeLaunchTooLarge,
             Error::HostFnPanicked { .. } => ErrorCode::Unknown,
+            Error::InvalidPitch { .. } => ErrorCode::InvalidPitchValue,
+            Error::ResetWhileBorrowed { .. } => ErrorCode::NotPermitted,
+            Error::ManagedTooLarge { .. } => ErrorCode::MemoryAllocation,
         }
     }
 

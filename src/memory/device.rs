@@ -5,6 +5,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::host::{HostSide, PageLocked};
 use super::DeviceRepr;
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -23,12 +24,39 @@ pub struct Alloc {
     home: Option<Stream>,
     /// Set when asynchronous work outside `home` used the memory; the drop then waits.
     foreign: AtomicBool,
+    /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned
+    /// and which work may still use it.
+    pub(crate) host: Option<Box<HostSide>>,
 }
 
 impl Alloc {
-    /// Notes that work queued on `raw` uses the memory.
+    /// An allocation reachable from the CPU, described by `host`.
+    pub(crate) fn host(
+        ptr: u64,
+        bytes: usize,
+        device: i32,
+        generation: u64,
+        host: HostSide,
+    ) -> Alloc {
+        Alloc {
+            ptr,
+            bytes,
+            device,
+            generation,
+            home: None,
+            foreign: AtomicBool::new(false),
+            host: Some(Box::new(host)),
+        }
+    }
+
+    /// Notes that work queued on `stream` (`None`: the device's default stream, raw handle
+    /// `raw`) uses the memory, writing to it when `write`.
     #[inline]
-    fn used_on(&self, raw: sys::CUstream) {
+    pub(crate) fn used_on(&self, stream: Option<&Stream>, raw: sys::CUstream, write: bool) {
+        if let Some(h) = &self.host {
+            h.note(stream, self.device, self.generation, write);
+            return;
+        }
         let home = self.home.as_ref().map(|s| s.as_raw());
         if home != Some(raw) && !self.foreign.load(Ordering::Relaxed) {
             self.foreign.store(true, Ordering::Relaxed);
@@ -37,7 +65,10 @@ impl Alloc {
 
     /// Checks that work on `stream` may use the memory.
     #[inline]
-    fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<()> {
+    pub(crate) fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<()> {
+        if let Some(h) = &self.host {
+            return h.check_stream(self, stream, call);
+        }
         if stream.inner.device != self.device {
             return Err(Error::DeviceMismatch {
                 call,
@@ -58,10 +89,26 @@ impl Alloc {
     fn enter(&self) -> Result<Active> {
         context::enter_handle(self.device, self.generation, "device buffer")
     }
+
+    /// Enters the memory's device for a call without a stream. Memory usable from any device
+    /// (portable mapped or managed memory) uses the calling thread's current device.
+    fn enter_any(&self) -> Result<Active> {
+        match &self.host {
+            Some(h) if h.any_device && context::current_ordinal() != self.device => {
+                context::enter_current()
+            }
+            Some(_) if self.bytes == 0 => context::enter_current(),
+            _ => self.enter(),
+        }
+    }
 }
 
 impl Drop for Alloc {
     fn drop(&mut self) {
+        if let Some(h) = self.host.take() {
+            h.finish(self.ptr, self.device, self.generation);
+            return;
+        }
         if self.bytes == 0 {
             return;
         }
@@ -127,7 +174,7 @@ pub struct DeviceViewMut<'a, T: DeviceRepr> {
     _t: PhantomData<&'a mut [T]>,
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {
         /// The allocation behind the memory.
         fn allocation(&self) -> &super::Alloc;
@@ -153,7 +200,7 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
     fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize)> {
         let a = self.allocation();
         a.check_stream(stream, "kernel launch")?;
-        a.used_on(stream.as_raw());
+        a.used_on(Some(stream), stream.as_raw(), false);
         Ok((self.device_ptr(), self.len()))
     }
 }
@@ -164,7 +211,13 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
     #[doc(hidden)]
     #[inline]
     fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize)> {
-        self.kernel_arg(stream)
+        let a = self.allocation();
+        a.check_stream(stream, "kernel launch")?;
+        if let Some(h) = &a.host {
+            h.check_writable("kernel launch")?;
+        }
+        a.used_on(Some(stream), stream.as_raw(), true);
+        Ok((self.device_ptr(), self.len()))
     }
 }
 
@@ -257,7 +310,16 @@ enum On<'s> {
     Default,
 }
 
-impl On<'_> {
+impl<'s> On<'s> {
+    /// The stream handle, when there is one.
+    #[inline]
+    fn stream(self) -> Option<&'s Stream> {
+        match self {
+            On::Stream(s) => Some(s),
+            On::Default => None,
+        }
+    }
+
     /// Enters the device and returns the raw stream the work goes to.
     fn enter(self, alloc: &Alloc, call: &'static str) -> Result<(Active, sys::CUstream)> {
         match self {
@@ -266,7 +328,7 @@ impl On<'_> {
                 let a = s.enter()?;
                 Ok((a, s.as_raw()))
             }
-            On::Default => Ok((alloc.enter()?, stream::default_raw())),
+            On::Default => Ok((alloc.enter_any()?, stream::default_raw())),
         }
     }
 }
@@ -315,7 +377,7 @@ fn copy_htod<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(raw);
+    alloc.used_on(on.stream(), raw, true);
     // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a live
     // host slice of `bytes` bytes borrowed for the call.
     a.check(
@@ -354,6 +416,7 @@ fn copy_dtoh<T: DeviceRepr>(
     }
     let alloc = src.allocation();
     let (a, raw) = on.enter(alloc, call)?;
+    alloc.used_on(on.stream(), raw, false);
     // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively borrowed
     // host slice of `bytes` bytes; `T` is valid for any bit pattern.
     a.check(
@@ -366,6 +429,58 @@ fn copy_dtoh<T: DeviceRepr>(
         unsafe { sys::cuStreamSynchronize(raw) },
         "cuStreamSynchronize",
     )
+}
+
+/// An asynchronous copy between device memory and page-locked memory: no host wait; the
+/// page-locked side remembers the stream.
+fn copy_pinned<T: DeviceRepr>(
+    dev: &(impl DeviceRead<T> + ?Sized),
+    host: &(impl PageLocked<T> + ?Sized),
+    to_device: bool,
+    stream: &Stream,
+    call: &'static str,
+) -> Result<()> {
+    if host.len() != dev.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: dev.len(),
+            actual: host.len(),
+        });
+    }
+    let bytes = dev.len() * size_of::<T>();
+    let (d, h) = (dev.allocation(), host.allocation());
+    d.check_stream(stream, call)?;
+    if !to_device {
+        if let Some(hs) = &h.host {
+            hs.check_writable(call)?;
+        }
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    let a = stream.enter()?;
+    let raw = stream.as_raw();
+    d.used_on(Some(stream), raw, to_device);
+    h.used_on(Some(stream), raw, !to_device);
+    let hp = host.host_ptr();
+    if to_device {
+        // SAFETY: `dev` is live device memory of `bytes` bytes; `host` is page-locked memory of
+        // `bytes` bytes that stays allocated (and untouched by the CPU) until the work noted
+        // on it above is waited for.
+        a.check(
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dev.device_ptr(), hp.cast(), bytes, raw) },
+            "cuMemcpyHtoDAsync",
+        )
+    } else {
+        // SAFETY: as above; the destination is writable (checked) and `T` is valid for any
+        // bit pattern.
+        a.check(
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(hp.cast_mut().cast(), dev.device_ptr(), bytes, raw)
+            },
+            "cuMemcpyDtoHAsync",
+        )
+    }
 }
 
 fn copy_dtod<T: DeviceRepr>(
@@ -395,8 +510,8 @@ fn copy_dtod<T: DeviceRepr>(
             expected: d.device,
         });
     }
-    d.used_on(raw);
-    s.used_on(raw);
+    d.used_on(on.stream(), raw, true);
+    s.used_on(on.stream(), raw, false);
     // SAFETY: both ranges are live device memory of `bytes` bytes in this context; `dst` is
     // borrowed exclusively, so they do not overlap.
     a.check(
@@ -468,7 +583,7 @@ fn memset_pattern<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(raw);
+    alloc.used_on(on.stream(), raw, true);
     memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
 }
 
@@ -483,7 +598,7 @@ fn fill<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(raw);
+    alloc.used_on(on.stream(), raw, true);
     let bytes = bytemuck::bytes_of(&value);
     let size = bytes.len();
     // The widest word that divides the element and its address; one strided memset per word.
@@ -544,6 +659,28 @@ macro_rules! read_ops {
             ))
         }
 
+        /// Copies the device memory into page-locked memory on `stream` (`cudaMemcpyAsync`,
+        /// device to host) without waiting: `dst` remembers the stream, and its CPU access or
+        /// drop waits for the copy.
+        ///
+        /// # Errors
+        /// [`Error::LengthMismatch`] when the lengths differ; [`Error::DeviceMismatch`] when the
+        /// stream is on another device than the memory.
+        #[doc(alias = "cudaMemcpyAsync")]
+        pub fn copy_to_pinned_async(
+            &self,
+            dst: &mut (impl PageLocked<T> + ?Sized),
+            stream: &Stream,
+        ) -> Result<()> {
+            record(copy_pinned(
+                self,
+                &*dst,
+                false,
+                stream,
+                "cudaMemcpyAsync (device to page-locked host)",
+            ))
+        }
+
         /// Copies the device memory into a new `Vec` (`cudaMemcpy`, device to host).
         pub fn to_vec(&self) -> Result<Vec<T>> {
             let mut v = vec![T::zeroed(); DeviceRead::len(self)];
@@ -599,6 +736,27 @@ macro_rules! write_ops {
                 src,
                 On::Stream(stream),
                 "cudaMemcpyAsync (host to device)",
+            ))
+        }
+
+        /// Copies page-locked memory into the device memory on `stream` (`cudaMemcpyAsync`,
+        /// host to device) without waiting: `src` remembers the stream, and writing to it from
+        /// the CPU or dropping it waits for the copy.
+        ///
+        /// # Errors
+        /// [`Error::LengthMismatch`] when the lengths differ.
+        #[doc(alias = "cudaMemcpyAsync")]
+        pub fn copy_from_pinned_async(
+            &mut self,
+            src: &(impl PageLocked<T> + ?Sized),
+            stream: &Stream,
+        ) -> Result<()> {
+            record(copy_pinned(
+                &*self,
+                src,
+                true,
+                stream,
+                "cudaMemcpyAsync (page-locked host to device)",
             ))
         }
 
@@ -762,6 +920,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 generation: a.generation(),
                 home,
                 foreign: AtomicBool::new(false),
+                host: None,
             },
             len,
             _t: PhantomData,

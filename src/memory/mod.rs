@@ -19,8 +19,15 @@
 //!   memory died with the context and is not freed twice.
 
 mod device;
+pub(crate) mod host;
+mod managed;
 
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
+pub use host::{
+    HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,
+    PinnedBuffer,
+};
+pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};
 
 /// Plain data that may be copied to and from the device: `Copy`, no padding, no pointers to
 /// host memory, valid for any bit pattern (so reading back whatever the device wrote is sound).

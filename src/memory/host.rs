@@ -1,0 +1,890 @@
+//! Page-locked host memory: `cudaMallocHost` / `cudaHostAlloc`, `cudaHostRegister`, mapped
+//! (zero-copy) memory, and the bookkeeping that keeps the CPU away from memory that
+//! asynchronous work still uses.
+
+use std::alloc::Layout;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ops::{Deref, DerefMut};
+
+use parking_lot::Mutex;
+
+use super::device::{sealed, Alloc};
+use super::{DeviceRead, DeviceRepr, DeviceWrite};
+use crate::context::{self, HostBorrow};
+use crate::driver::{sys, Raw};
+use crate::error::{record, Error, ErrorCode, Result};
+use crate::stream::Stream;
+
+bitflags::bitflags! {
+    /// Flags of [`PinnedBuffer::with_flags`] (`cudaHostAlloc` flags).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct HostAllocFlags: u32 {
+        /// Page-locked for every device's context, not only the current one
+        /// (`cudaHostAllocPortable`).
+        const PORTABLE = 0x1;
+        /// Mapped into the device's address space: kernels can read and write it directly
+        /// (`cudaHostAllocMapped`).
+        const MAPPED = 0x2;
+        /// Write-combined: faster for the device to read over PCIe on some systems, but CPU
+        /// reads of it are very slow (`cudaHostAllocWriteCombined`). Use it only for memory the
+        /// CPU writes and the device reads.
+        const WRITE_COMBINED = 0x4;
+    }
+}
+
+bitflags::bitflags! {
+    /// Flags of [`HostRegistration`] (`cudaHostRegister` flags).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct HostRegisterFlags: u32 {
+        /// Page-locked for every device's context (`cudaHostRegisterPortable`).
+        const PORTABLE = 0x1;
+        /// Mapped into the device's address space (`cudaHostRegisterMapped`).
+        const MAPPED = 0x2;
+        /// The memory is I/O memory (e.g. a PCI BAR) (`cudaHostRegisterIoMemory`).
+        const IO_MEMORY = 0x4;
+        /// The device only reads the memory (`cudaHostRegisterReadOnly`). Set by
+        /// [`HostRegistration::with_read_only`].
+        const READ_ONLY = 0x8;
+    }
+}
+
+/// How host-reachable memory is owned and freed.
+#[derive(Debug)]
+pub(crate) enum HostKind {
+    /// Nothing allocated (zero bytes).
+    Empty,
+    /// A Rust allocation owned by the crate, registered with `cuMemHostRegister`. It outlives a
+    /// device reset (only the registration dies with the context).
+    Registered(Layout),
+    /// `cuMemHostAlloc` memory, owned by the context: a reset frees it.
+    HostAlloc,
+    /// `cuMemAllocManaged` memory, owned by the context: a reset frees it.
+    Managed,
+    /// Memory the program owns, registered for the scope of a [`HostRegistration`].
+    Borrowed,
+}
+
+/// One piece of queued work that may use the memory.
+#[derive(Debug)]
+struct Use {
+    /// The stream, or `None` for the default stream of `device` (waited for with a context
+    /// synchronisation).
+    stream: Option<Stream>,
+    device: i32,
+    generation: u64,
+    write: bool,
+}
+
+impl Use {
+    fn same_queue(&self, stream: Option<&Stream>, device: i32) -> bool {
+        match (&self.stream, stream) {
+            (Some(a), Some(b)) => a.as_raw() == b.as_raw() && a.inner.device == b.inner.device,
+            (None, None) => self.device == device,
+            _ => false,
+        }
+    }
+
+    /// Waits for the work queued so far. Work of a context that was reset since is gone.
+    fn wait(self) -> Result<()> {
+        let r = match &self.stream {
+            Some(s) => s.synchronize(),
+            None => match context::enter_live(self.device, self.generation)? {
+                // SAFETY: the context is current.
+                Some(a) => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
+                None => Ok(()),
+            },
+        };
+        match r {
+            Err(Error::ContextDestroyed { .. }) => Ok(()),
+            r => r,
+        }
+    }
+}
+
+/// The host side of an allocation the CPU can reach.
+#[derive(Debug)]
+pub(crate) struct HostSide {
+    pub(crate) kind: HostKind,
+    /// The CPU address.
+    pub(crate) host_ptr: Raw<u8>,
+    /// Whether kernels may use the device address (mapped or managed memory).
+    pub(crate) mapped: bool,
+    /// Whether work on every device may use the same device address (portable mapped memory
+    /// whose device address is its host address, or managed memory).
+    pub(crate) any_device: bool,
+    /// Whether the device may write it (not a read-only registration).
+    pub(crate) writable: bool,
+    pending: Mutex<Vec<Use>>,
+}
+
+impl HostSide {
+    pub(crate) fn new(
+        kind: HostKind,
+        host_ptr: *mut u8,
+        mapped: bool,
+        any_device: bool,
+        writable: bool,
+    ) -> HostSide {
+        HostSide {
+            kind,
+            host_ptr: Raw(host_ptr),
+            mapped,
+            any_device,
+            writable,
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether a reset of the owning context frees the memory.
+    fn context_owned(&self) -> bool {
+        matches!(self.kind, HostKind::HostAlloc | HostKind::Managed)
+    }
+
+    pub(crate) fn note(&self, stream: Option<&Stream>, device: i32, generation: u64, write: bool) {
+        let mut p = self.pending.lock();
+        if let Some(u) = p.iter_mut().find(|u| u.same_queue(stream, device)) {
+            u.write |= write;
+            return;
+        }
+        p.push(Use {
+            stream: stream.cloned(),
+            device,
+            generation: stream.map_or(generation, |s| s.inner.generation),
+            write,
+        });
+    }
+
+    /// Waits for queued work that conflicts with a CPU access: writers for a read, all for a
+    /// write.
+    pub(crate) fn wait(&self, for_write: bool) -> Result<()> {
+        let list: Vec<Use> = {
+            let mut p = self.pending.lock();
+            if for_write {
+                std::mem::take(&mut *p)
+            } else {
+                let (w, r): (Vec<Use>, Vec<Use>) = p.drain(..).partition(|u| u.write);
+                *p = r;
+                w
+            }
+        };
+        let mut first = Ok(());
+        for u in list {
+            if let Err(e) = u.wait() {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    pub(crate) fn check_writable(&self, call: &'static str) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::InvalidValue {
+                what: call,
+                value: format!("{:p}", self.host_ptr.0),
+                reason: "the memory was registered read-only (cudaHostRegisterReadOnly)",
+            })
+        }
+    }
+
+    pub(crate) fn check_stream(
+        &self,
+        alloc: &Alloc,
+        stream: &Stream,
+        call: &'static str,
+    ) -> Result<()> {
+        if !self.mapped {
+            return Err(Error::InvalidValue {
+                what: call,
+                value: format!("host memory at {:p}", self.host_ptr.0),
+                reason: "page-locked memory is only usable by device work when it is mapped \
+                         (HostAllocFlags::MAPPED / HostRegisterFlags::MAPPED)",
+            });
+        }
+        if stream.inner.device != alloc.device {
+            if !self.any_device {
+                return Err(Error::DeviceMismatch {
+                    call,
+                    what: "the mapped memory",
+                    found: alloc.device,
+                    expected: stream.inner.device,
+                });
+            }
+            if !context::is_live(alloc.device, alloc.generation) {
+                return Err(Error::ContextDestroyed {
+                    what: "mapped memory",
+                    device: alloc.device,
+                });
+            }
+            return Ok(());
+        }
+        if stream.inner.generation != alloc.generation {
+            return Err(Error::ContextDestroyed {
+                what: "mapped memory or stream",
+                device: alloc.device,
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes the memory available to the CPU: keeps a reset from freeing it for the borrow,
+    /// then waits for conflicting device work.
+    pub(crate) fn access(
+        &self,
+        device: i32,
+        generation: u64,
+        for_write: bool,
+    ) -> Result<Option<HostBorrow>> {
+        let borrow = if self.context_owned() {
+            Some(HostBorrow::take(device, generation, "host memory")?)
+        } else {
+            None
+        };
+        self.wait(for_write)?;
+        Ok(borrow)
+    }
+
+    /// Frees the memory once no queued work uses it (from `Drop`).
+    pub(crate) fn finish(self: Box<Self>, ptr: u64, device: i32, generation: u64) {
+        if context::in_host_fn() {
+            // No CUDA calls inside a host function: finish later.
+            context::defer_release(move || self.finish(ptr, device, generation));
+            return;
+        }
+        let dev = context::device_state(device).ok();
+        if let Err(e) = self.wait(true) {
+            if let Some(d) = dev {
+                d.defer("waiting for work that uses page-locked memory", e);
+            }
+        }
+        let host = self.host_ptr;
+        match self.kind {
+            HostKind::Empty => {}
+            HostKind::Registered(layout) => {
+                context::release(device, generation, "unregistering host memory", move |a| {
+                    // SAFETY: `host` was registered in this (live) context and no work uses it.
+                    a.check(
+                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                        "cuMemHostUnregister",
+                    )
+                });
+                // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it, and
+                // the registration is gone.
+                unsafe { std::alloc::dealloc(host.0, layout) };
+            }
+            HostKind::Borrowed => {
+                context::release(device, generation, "unregistering host memory", move |a| {
+                    // SAFETY: as above; the memory itself belongs to the program.
+                    a.check(
+                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                        "cuMemHostUnregister",
+                    )
+                });
+            }
+            HostKind::HostAlloc => {
+                context::release(device, generation, "freeing page-locked memory", move |a| {
+                    // SAFETY: `cuMemHostAlloc` memory of this live context, unused.
+                    a.check(
+                        unsafe { sys::cuMemFreeHost(host.get().cast()) },
+                        "cuMemFreeHost",
+                    )
+                });
+            }
+            HostKind::Managed => {
+                context::release(device, generation, "freeing managed memory", move |a| {
+                    // SAFETY: managed memory of this live context, unused.
+                    a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
+                });
+            }
+        }
+    }
+}
+
+/// A CPU view of page-locked or managed memory ([`PinnedBuffer::as_slice`]): no device work
+/// writes the memory while it lives, and the device cannot be reset under it.
+pub struct HostSlice<'a, T> {
+    data: &'a [T],
+    _borrow: Option<HostBorrow>,
+}
+
+/// An exclusive CPU view of page-locked or managed memory ([`PinnedBuffer::as_mut_slice`]): no
+/// device work uses the memory while it lives.
+pub struct HostSliceMut<'a, T> {
+    data: &'a mut [T],
+    _borrow: Option<HostBorrow>,
+}
+
+impl<T> Deref for HostSlice<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T> Deref for HostSliceMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T> DerefMut for HostSliceMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for HostSlice<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.data.fmt(f)
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for HostSliceMut<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.data.fmt(f)
+    }
+}
+
+/// CPU access to an allocation with a host side.
+pub(crate) fn slice<T>(alloc: &Alloc, len: usize) -> Result<HostSlice<'_, T>> {
+    let h = host_side(alloc);
+    let borrow = h.access(alloc.device, alloc.generation, false)?;
+    // SAFETY: the memory holds `len` initialised `T`s (zeroed or copied at allocation, and
+    // every write since was of `T`s); no device work writes it (waited above) and none can be
+    // queued while the shared borrow of the owner lives, except reads; a reset cannot free it
+    // while `borrow` lives.
+    let data = unsafe { std::slice::from_raw_parts(h.host_ptr.0.cast::<T>(), len) };
+    Ok(HostSlice {
+        data,
+        _borrow: borrow,
+    })
+}
+
+/// Exclusive CPU access to an allocation with a host side.
+///
+/// # Safety
+/// The caller holds exclusive access to the owner of `alloc` for `'a`.
+pub(crate) unsafe fn slice_mut<T>(alloc: &Alloc, len: usize) -> Result<HostSliceMut<'_, T>> {
+    let h = host_side(alloc);
+    let borrow = h.access(alloc.device, alloc.generation, true)?;
+    // SAFETY: as in `slice`; the owner is borrowed exclusively (the caller's contract), so no
+    // other access and no new device work can start while the view lives.
+    let data = unsafe { std::slice::from_raw_parts_mut(h.host_ptr.0.cast::<T>(), len) };
+    Ok(HostSliceMut {
+        data,
+        _borrow: borrow,
+    })
+}
+
+pub(crate) fn host_side(alloc: &Alloc) -> &HostSide {
+    alloc
+        .host
+        .as_deref()
+        .expect("allocations of host-reachable types always have a host side")
+}
+
+/// Page-locked, registered or managed memory that asynchronous copies may use without staging:
+/// [`PinnedBuffer`], [`HostRegistration`], [`ManagedBuffer`](crate::ManagedBuffer).
+///
+/// Sealed. The async copies of device buffers that take it (`copy_from_pinned_async`,
+/// `copy_to_pinned_async`) return at once; the memory remembers the stream, and CPU access or
+/// drop waits for it.
+pub trait PageLocked<T: DeviceRepr>: sealed::Sealed {
+    /// The number of elements.
+    fn len(&self) -> usize;
+    /// Whether there are no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The host address of the first element.
+    fn host_ptr(&self) -> *const T;
+}
+
+fn check_flags(flags: u32, allowed: u32, call: &'static str) -> Result<()> {
+    if flags & !allowed != 0 {
+        return Err(Error::InvalidFlags {
+            call,
+            flags,
+            allowed,
+        });
+    }
+    Ok(())
+}
+
+fn alloc_error(call: &'static str) -> Error {
+    Error::Cuda {
+        code: ErrorCode::MemoryAllocation,
+        driver: None,
+        call,
+    }
+}
+
+/// A typed page-locked host allocation (`cudaMallocHost` / `cudaHostAlloc`).
+///
+/// Copies between page-locked memory and the device run at full PCIe/NVLink speed and can be
+/// asynchronous. The CPU reaches the memory through [`as_slice`](Self::as_slice) and
+/// [`as_mut_slice`](Self::as_mut_slice), which first wait for device work that conflicts
+/// (asynchronous copies or kernels still using it); dropping the buffer waits for all of it.
+///
+/// Without [`HostAllocFlags::WRITE_COMBINED`], the memory is a Rust allocation registered with
+/// the driver (`cuMemHostRegister`), which outlives a device reset. Write-combined memory comes
+/// from `cuMemHostAlloc` and belongs to the device's context: a reset frees it, so CPU access
+/// afterwards fails with [`Error::ContextDestroyed`], and a reset while a view of it is alive is
+/// refused ([`Error::ResetWhileBorrowed`]).
+///
+/// ```no_run
+/// use cuda_runtime::{DeviceBuffer, PinnedBuffer, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let stream = Stream::new()?;
+/// let src = PinnedBuffer::from_slice(&[1.0f32, 2.0, 3.0])?;
+/// let mut dev = DeviceBuffer::<f32>::new(3)?;
+/// dev.copy_from_pinned_async(&src, &stream)?; // returns at once
+/// let mut back = PinnedBuffer::<f32>::new(3)?;
+/// dev.copy_to_pinned_async(&mut back, &stream)?;
+/// assert_eq!(&*back.as_slice()?, &[1.0, 2.0, 3.0]); // waits for the copy
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct PinnedBuffer<T: DeviceRepr> {
+    alloc: Alloc,
+    len: usize,
+    flags: HostAllocFlags,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> PinnedBuffer<T> {
+    /// Allocates `len` zeroed elements of page-locked memory (`cudaMallocHost`): no flags.
+    #[doc(alias = "cudaMallocHost")]
+    pub fn new(len: usize) -> Result<PinnedBuffer<T>> {
+        Self::with_flags(len, HostAllocFlags::empty())
+    }
+
+    /// Allocates `len` zeroed elements of page-locked memory with `flags` (`cudaHostAlloc`).
+    /// Blocks the host while the pages are locked.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for unknown bits; `cudaErrorMemoryAllocation` when the memory
+    /// cannot be allocated or locked.
+    #[doc(alias = "cudaHostAlloc")]
+    pub fn with_flags(len: usize, flags: HostAllocFlags) -> Result<PinnedBuffer<T>> {
+        record(Self::alloc(len, flags))
+    }
+
+    /// Allocates page-locked memory holding a copy of `src`.
+    pub fn from_slice(src: &[T]) -> Result<PinnedBuffer<T>> {
+        let mut b = Self::new(src.len())?;
+        b.as_mut_slice()?.copy_from_slice(src);
+        Ok(b)
+    }
+
+    fn alloc(len: usize, flags: HostAllocFlags) -> Result<PinnedBuffer<T>> {
+        check_flags(flags.bits(), HostAllocFlags::all().bits(), "cudaHostAlloc")?;
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::InvalidValue {
+            what: "cudaHostAlloc size",
+            value: format!("{len} elements of {} bytes", size_of::<T>()),
+            reason: "the size in bytes overflows usize",
+        })?;
+        let a = context::enter_current()?;
+        let (device, generation) = (a.dev.ordinal, a.generation());
+        let (host, kind) = if bytes == 0 {
+            (
+                std::ptr::NonNull::<T>::dangling().as_ptr().cast::<u8>(),
+                HostKind::Empty,
+            )
+        } else if flags.contains(HostAllocFlags::WRITE_COMBINED) {
+            let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: the context is current; valid out-parameter; flags checked above.
+            a.check(
+                unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.bits()) },
+                "cuMemHostAlloc",
+            )?;
+            // SAFETY: `p` points to `bytes` writable bytes; zeroing makes every `T` valid.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+            (p.cast::<u8>(), HostKind::HostAlloc)
+        } else {
+            let layout = Layout::from_size_align(bytes, 4096.max(std::mem::align_of::<T>()))
+                .map_err(|_| alloc_error("cudaHostAlloc"))?;
+            // SAFETY: `layout` has a non-zero size.
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            if p.is_null() {
+                return Err(alloc_error("cudaHostAlloc"));
+            }
+            let mut reg = 0;
+            if flags.contains(HostAllocFlags::PORTABLE) {
+                reg |= sys::CU_MEMHOSTREGISTER_PORTABLE;
+            }
+            if flags.contains(HostAllocFlags::MAPPED) {
+                reg |= sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+            }
+            // SAFETY: `p` is a live allocation of `bytes` bytes that outlives the registration
+            // (unregistered before it is freed).
+            let r = a.check(
+                unsafe { sys::cuMemHostRegister_v2(p.cast(), bytes, reg) },
+                "cuMemHostRegister",
+            );
+            if let Err(e) = r {
+                // SAFETY: allocated above with `layout`, never shared.
+                unsafe { std::alloc::dealloc(p, layout) };
+                return Err(e);
+            }
+            (p, HostKind::Registered(layout))
+        };
+        let mapped = flags.contains(HostAllocFlags::MAPPED) && bytes > 0;
+        let mut dptr = host as u64;
+        if mapped {
+            // SAFETY: `host` is mapped page-locked memory of this context.
+            let r = a.check(
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) },
+                "cuMemHostGetDevicePointer",
+            );
+            if let Err(e) = r {
+                drop(Alloc::host(
+                    host as u64,
+                    bytes,
+                    device,
+                    generation,
+                    HostSide::new(kind, host, false, false, true),
+                ));
+                return Err(e);
+            }
+        }
+        let any_device = flags.contains(HostAllocFlags::PORTABLE) && dptr == host as u64;
+        Ok(PinnedBuffer {
+            alloc: Alloc::host(
+                dptr,
+                bytes,
+                device,
+                generation,
+                HostSide::new(kind, host, mapped, any_device, true),
+            ),
+            len,
+            flags,
+            _t: PhantomData,
+        })
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The flags it was allocated with (`cudaHostGetFlags`, less the implied bits).
+    #[doc(alias = "cudaHostGetFlags")]
+    pub fn flags(&self) -> HostAllocFlags {
+        self.flags
+    }
+
+    /// The device it was allocated on (whose context owns its page locking).
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.alloc.device)
+    }
+
+    /// The CPU address of the first element.
+    pub fn as_host_ptr(&self) -> *const T {
+        host_side(&self.alloc).host_ptr.0.cast::<T>().cast_const()
+    }
+
+    /// The device address kernels use for mapped memory (`cudaHostGetDevicePointer`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the memory is not mapped.
+    #[doc(alias = "cudaHostGetDevicePointer")]
+    pub fn device_ptr(&self) -> Result<u64> {
+        if !host_side(&self.alloc).mapped {
+            return record(Err(Error::InvalidValue {
+                what: "cudaHostGetDevicePointer",
+                value: format!("{:p}", self.as_host_ptr()),
+                reason: "the memory was not allocated with HostAllocFlags::MAPPED",
+            }));
+        }
+        Ok(self.alloc.ptr)
+    }
+
+    /// The contents, once no queued device work writes them. Blocks until then.
+    ///
+    /// # Errors
+    /// [`Error::ContextDestroyed`] for write-combined memory after its device was reset; the
+    /// error of the work waited for.
+    pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
+        record(slice(&self.alloc, self.len))
+    }
+
+    /// The contents for writing, once no queued device work uses them. Blocks until then.
+    pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
+        // SAFETY: `self` is borrowed exclusively for the view.
+        record(unsafe { slice_mut(&self.alloc, self.len) })
+    }
+
+    /// A copy of the contents.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.as_slice()?.to_vec())
+    }
+
+    /// Waits for every queued piece of device work that uses the memory.
+    pub fn synchronize(&self) -> Result<()> {
+        record(host_side(&self.alloc).wait(true))
+    }
+}
+
+/// Memory the program owns, page-locked for a scope (`cudaHostRegister` /
+/// `cudaHostUnregister`).
+///
+/// Made by [`HostRegistration::with`] (or [`with_read_only`](Self::with_read_only)), which
+/// registers the slice, hands the registration to a closure, then waits for all device work
+/// queued on it and unregisters, even when the closure panics. The slice stays borrowed for the
+/// whole scope. (A scope rather than a guard object: a forgotten guard would let the program
+/// reach the slice while a copy still wrote it.)
+///
+/// ```no_run
+/// use cuda_runtime::{DeviceBuffer, HostRegisterFlags, HostRegistration, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let mut data = vec![7u32; 1 << 20];
+/// let mut dev = DeviceBuffer::<u32>::new(data.len())?;
+/// let stream = Stream::new()?;
+/// HostRegistration::with(&mut data, HostRegisterFlags::empty(), |reg| {
+///     dev.copy_from_pinned_async(reg, &stream)
+/// })??;
+/// assert_eq!(dev.to_vec()?[5], 7);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HostRegistration<'s, T: DeviceRepr> {
+    alloc: &'s Alloc,
+    len: usize,
+    _borrow: PhantomData<&'s mut [T]>,
+}
+
+impl<T: DeviceRepr> HostRegistration<'_, T> {
+    /// Registers `data` with `flags` on the current device, runs `f`, then waits for the work
+    /// queued on the registration and unregisters it (`cudaHostRegister`).
+    ///
+    /// The closure gets a registration whose lifetime is its own, so registrations of two
+    /// scopes cannot be swapped.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for unknown bits; `cudaErrorHostMemoryAlreadyRegistered` when part
+    /// of the memory is registered already; the error of the work waited for at the end.
+    #[doc(alias = "cudaHostRegister")]
+    #[doc(alias = "cudaHostUnregister")]
+    pub fn with<R>(
+        data: &mut [T],
+        flags: HostRegisterFlags,
+        f: impl for<'s> FnOnce(&'s mut HostRegistration<'s, T>) -> R,
+    ) -> Result<R> {
+        let (ptr, len) = (data.as_mut_ptr(), data.len());
+        record(scope(ptr, len, flags, true, f))
+    }
+
+    /// As [`with`](Self::with) for memory the device only reads (adds
+    /// [`HostRegisterFlags::READ_ONLY`]); kernels may not write it, copies may not target it.
+    pub fn with_read_only<R>(
+        data: &[T],
+        flags: HostRegisterFlags,
+        f: impl for<'s> FnOnce(&'s mut HostRegistration<'s, T>) -> R,
+    ) -> Result<R> {
+        let (ptr, len) = (data.as_ptr().cast_mut(), data.len());
+        record(scope(
+            ptr,
+            len,
+            flags | HostRegisterFlags::READ_ONLY,
+            false,
+            f,
+        ))
+    }
+}
+
+/// The body of [`HostRegistration::with`]: `ptr..ptr+len` is lent by the caller for the call.
+fn scope<T: DeviceRepr, R>(
+    ptr: *mut T,
+    len: usize,
+    flags: HostRegisterFlags,
+    writable: bool,
+    f: impl for<'s> FnOnce(&'s mut HostRegistration<'s, T>) -> R,
+) -> Result<R> {
+    check_flags(
+        flags.bits(),
+        HostRegisterFlags::all().bits(),
+        "cudaHostRegister",
+    )?;
+    let bytes = len * size_of::<T>();
+    let a = context::enter_current()?;
+    let (device, generation) = (a.dev.ordinal, a.generation());
+    let host = ptr.cast::<u8>();
+    let kind = if bytes == 0 {
+        HostKind::Empty
+    } else {
+        // SAFETY: `ptr..ptr+bytes` is memory the caller lends for the whole call, which ends
+        // only after the registration is undone (in `alloc`'s drop below).
+        a.check(
+            unsafe { sys::cuMemHostRegister_v2(host.cast(), bytes, flags.bits()) },
+            "cuMemHostRegister",
+        )?;
+        HostKind::Borrowed
+    };
+    let mut alloc = Alloc::host(
+        host as u64,
+        bytes,
+        device,
+        generation,
+        HostSide::new(kind, host, false, false, writable),
+    );
+    if flags.contains(HostRegisterFlags::MAPPED) && bytes > 0 {
+        let mut dptr = 0u64;
+        // SAFETY: mapped registered memory of this context.
+        a.check(
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) },
+            "cuMemHostGetDevicePointer",
+        )?;
+        alloc.ptr = dptr;
+        let h = alloc.host.as_deref_mut().expect("host side");
+        h.mapped = true;
+        h.any_device = flags.contains(HostRegisterFlags::PORTABLE) && dptr == host as u64;
+    }
+    drop(a);
+    // `alloc` is dropped at the end of this function, also when `f` unwinds: its drop waits
+    // for the queued work and unregisters before the caller's borrow of the slice ends.
+    let out = f(&mut HostRegistration {
+        alloc: &alloc,
+        len,
+        _borrow: PhantomData,
+    });
+    let done = host_side(&alloc).wait(true);
+    drop(alloc);
+    done.map(|()| out)
+}
+
+impl<T: DeviceRepr> HostRegistration<'_, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address kernels use for mapped memory (`cudaHostGetDevicePointer`).
+    #[doc(alias = "cudaHostGetDevicePointer")]
+    pub fn device_ptr(&self) -> Result<u64> {
+        if !host_side(&self.alloc).mapped {
+            return record(Err(Error::InvalidValue {
+                what: "cudaHostGetDevicePointer",
+                value: format!("{:p}", host_side(&self.alloc).host_ptr.0),
+                reason: "the memory was not registered with HostRegisterFlags::MAPPED",
+            }));
+        }
+        Ok(self.alloc.ptr)
+    }
+
+    /// The contents, once no queued device work writes them.
+    pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
+        record(slice(&self.alloc, self.len))
+    }
+
+    /// The contents for writing, once no queued device work uses them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a read-only registration.
+    pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
+        record(
+            host_side(&self.alloc)
+                .check_writable("HostRegistration::as_mut_slice")
+                // SAFETY: `self` is borrowed exclusively for the view.
+                .and_then(|()| unsafe { slice_mut(self.alloc, self.len) }),
+        )
+    }
+
+    /// Waits for every queued piece of device work that uses the memory.
+    pub fn synchronize(&self) -> Result<()> {
+        record(host_side(&self.alloc).wait(true))
+    }
+}
+
+macro_rules! host_traits {
+    ($ty:ident $(<$lt:lifetime>)?) => {
+        impl<$($lt,)? T: DeviceRepr> sealed::Sealed for $ty<$($lt,)? T> {
+            fn allocation(&self) -> &Alloc {
+                &self.alloc
+            }
+        }
+        impl<$($lt,)? T: DeviceRepr> DeviceRead<T> for $ty<$($lt,)? T> {
+            fn device_ptr(&self) -> u64 {
+                self.alloc.ptr
+            }
+            fn len(&self) -> usize {
+                self.len
+            }
+        }
+        impl<$($lt,)? T: DeviceRepr> DeviceWrite<T> for $ty<$($lt,)? T> {}
+        impl<$($lt,)? T: DeviceRepr> PageLocked<T> for $ty<$($lt,)? T> {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn host_ptr(&self) -> *const T {
+                $crate::memory::host::host_side(&self.alloc).host_ptr.0.cast::<T>().cast_const()
+            }
+        }
+    };
+}
+
+host_traits!(PinnedBuffer);
+host_traits!(HostRegistration<'a>);
+#[allow(unused_imports)]
+pub(crate) use host_traits;
+
+// The raw pointers inside are owned (or lent for the scope) memory, guarded as described above.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<PinnedBuffer<f32>>();
+    send_sync::<HostRegistration<'static, f32>>();
+    send_sync::<HostSlice<'static, f32>>();
+    send_sync::<HostSliceMut<'static, f32>>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_bits_match_the_runtime() {
+        assert_eq!(HostAllocFlags::PORTABLE.bits(), 1); // cudaHostAllocPortable
+        assert_eq!(HostAllocFlags::MAPPED.bits(), 2); // cudaHostAllocMapped
+        assert_eq!(HostAllocFlags::WRITE_COMBINED.bits(), 4); // cudaHostAllocWriteCombined
+        assert_eq!(HostRegisterFlags::PORTABLE.bits(), 1);
+        assert_eq!(HostRegisterFlags::MAPPED.bits(), 2);
+        assert_eq!(HostRegisterFlags::IO_MEMORY.bits(), 4);
+        assert_eq!(HostRegisterFlags::READ_ONLY.bits(), 8);
+        assert_eq!(
+            HostRegisterFlags::all().bits(),
+            sys::CU_MEMHOSTREGISTER_PORTABLE
+                | sys::CU_MEMHOSTREGISTER_DEVICEMAP
+                | sys::CU_MEMHOSTREGISTER_IOMEMORY
+                | sys::CU_MEMHOSTREGISTER_READ_ONLY
+        );
+    }
+
+    #[test]
+    fn unknown_flag_bits_are_refused_with_the_values() {
+        let e = check_flags(0x10, 0x7, "cudaHostAlloc").unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidFlags {
+                call: "cudaHostAlloc",
+                flags: 0x10,
+                allowed: 0x7
+            }
+        );
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+    }
+}

@@ -1,0 +1,298 @@
+//! Managed (unified) memory: `cudaMallocManaged`, `cudaMemPrefetchAsync`, `cudaMemAdvise`.
+
+use std::marker::PhantomData;
+use std::mem::size_of;
+
+use super::device::{sealed, Alloc};
+use super::host::{host_traits, slice, slice_mut, HostKind, HostSide, HostSlice, HostSliceMut};
+use super::{DeviceRead, DeviceRepr, DeviceWrite, PageLocked};
+use crate::context;
+use crate::driver::sys;
+use crate::error::{record, Error, Result};
+use crate::stream::Stream;
+use crate::Device;
+
+/// Which streams may use a managed allocation at first (`cudaMemAttachGlobal` /
+/// `cudaMemAttachHost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MemAttach {
+    /// Any stream of any device (`cudaMemAttachGlobal`).
+    #[default]
+    Global,
+    /// Only the host, until a stream attaches it (`cudaMemAttachHost`). On devices with
+    /// concurrent managed access (all Pascal and newer GPUs on Linux) this only affects
+    /// migration hints.
+    Host,
+}
+
+/// A place managed memory can live (`cudaMemLocation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// A device's memory.
+    Device(Device),
+    /// The host's memory (`cudaCpuDeviceId` in the older API).
+    Host,
+}
+
+impl Location {
+    fn raw(self) -> sys::CUmemLocation {
+        match self {
+            Location::Device(d) => sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: d.ordinal(),
+            },
+            Location::Host => sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
+                id: 0,
+            },
+        }
+    }
+}
+
+/// Advice about how managed memory is used (`cudaMemAdvise` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemAdvice {
+    /// Mostly read: devices may keep read-only copies (`cudaMemAdviseSetReadMostly`).
+    SetReadMostly,
+    /// Undoes [`SetReadMostly`](Self::SetReadMostly) (`cudaMemAdviseUnsetReadMostly`).
+    UnsetReadMostly,
+    /// Prefer to keep the pages at a location (`cudaMemAdviseSetPreferredLocation`).
+    SetPreferredLocation(Location),
+    /// Undoes the preferred location (`cudaMemAdviseUnsetPreferredLocation`).
+    UnsetPreferredLocation,
+    /// A device accesses the memory: keep it mapped there (`cudaMemAdviseSetAccessedBy`).
+    SetAccessedBy(Location),
+    /// Undoes [`SetAccessedBy`](Self::SetAccessedBy) (`cudaMemAdviseUnsetAccessedBy`).
+    UnsetAccessedBy(Location),
+}
+
+impl MemAdvice {
+    fn raw(self) -> (sys::CUmem_advise, sys::CUmemLocation) {
+        use sys::CUmem_advise::*;
+        let none = Location::Host.raw();
+        match self {
+            MemAdvice::SetReadMostly => (CU_MEM_ADVISE_SET_READ_MOSTLY, none),
+            MemAdvice::UnsetReadMostly => (CU_MEM_ADVISE_UNSET_READ_MOSTLY, none),
+            MemAdvice::SetPreferredLocation(l) => (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, l.raw()),
+            MemAdvice::UnsetPreferredLocation => (CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, none),
+            MemAdvice::SetAccessedBy(l) => (CU_MEM_ADVISE_SET_ACCESSED_BY, l.raw()),
+            MemAdvice::UnsetAccessedBy(l) => (CU_MEM_ADVISE_UNSET_ACCESSED_BY, l.raw()),
+        }
+    }
+}
+
+/// A typed managed allocation (`cudaMallocManaged`): one address valid on the CPU and on every
+/// device, pages migrated on demand.
+///
+/// The CPU reaches it through [`as_slice`](Self::as_slice) / [`as_mut_slice`](Self::as_mut_slice),
+/// which first wait for the device work that used it (kernels, copies, prefetches); kernels
+/// take it like a device buffer. The memory belongs to the allocating device's context: after
+/// a reset CPU access fails with [`Error::ContextDestroyed`], and a reset while a CPU view is
+/// alive is refused.
+///
+/// The allocation is refused, before the driver is asked, when it is larger than the device's
+/// free memory ([`Error::ManagedTooLarge`]): oversubscribed managed memory can stall the GPU.
+///
+/// ```no_run
+/// use cuda_runtime::{Device, Location, ManagedBuffer, MemAdvice, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let mut m = ManagedBuffer::<f32>::new(1024)?;
+/// m.as_mut_slice()?.fill(1.5);
+/// let stream = Stream::new()?;
+/// m.advise(MemAdvice::SetPreferredLocation(Location::Device(Device::current()?)))?;
+/// m.prefetch_async(Location::Device(Device::current()?), &stream)?;
+/// // ... kernels on `stream` use `m` ...
+/// assert_eq!(m.as_slice()?[3], 1.5); // waits for that work
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ManagedBuffer<T: DeviceRepr> {
+    alloc: Alloc,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> ManagedBuffer<T> {
+    /// Allocates `len` zeroed elements of managed memory attached globally on the current
+    /// device (`cudaMallocManaged(..., cudaMemAttachGlobal)`).
+    #[doc(alias = "cudaMallocManaged")]
+    pub fn new(len: usize) -> Result<ManagedBuffer<T>> {
+        Self::with_attach(len, MemAttach::Global)
+    }
+
+    /// Allocates `len` zeroed elements of managed memory with the given attachment
+    /// (`cudaMallocManaged`). Blocks the host until the memory is zeroed.
+    ///
+    /// # Errors
+    /// [`Error::ManagedTooLarge`] when the size exceeds the device's free memory.
+    pub fn with_attach(len: usize, attach: MemAttach) -> Result<ManagedBuffer<T>> {
+        record(Self::alloc(len, attach))
+    }
+
+    /// Allocates managed memory holding a copy of `src`.
+    pub fn from_slice(src: &[T]) -> Result<ManagedBuffer<T>> {
+        let mut b = Self::new(src.len())?;
+        b.as_mut_slice()?.copy_from_slice(src);
+        Ok(b)
+    }
+
+    fn alloc(len: usize, attach: MemAttach) -> Result<ManagedBuffer<T>> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::InvalidValue {
+            what: "cudaMallocManaged size",
+            value: format!("{len} elements of {} bytes", size_of::<T>()),
+            reason: "the size in bytes overflows usize",
+        })?;
+        let a = context::enter_current()?;
+        let (device, generation) = (a.dev.ordinal, a.generation());
+        if bytes == 0 {
+            let p = std::ptr::NonNull::<T>::dangling().as_ptr().cast::<u8>();
+            return Ok(ManagedBuffer {
+                alloc: Alloc::host(
+                    p as u64,
+                    0,
+                    device,
+                    generation,
+                    HostSide::new(HostKind::Empty, p, true, true, true),
+                ),
+                len,
+                _t: PhantomData,
+            });
+        }
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: the context is current; valid out-parameters.
+        a.check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo",
+        )?;
+        if bytes > free {
+            return Err(Error::ManagedTooLarge {
+                device,
+                requested: bytes,
+                free,
+            });
+        }
+        let flags = match attach {
+            MemAttach::Global => sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
+            MemAttach::Host => sys::CUmemAttach_flags::CU_MEM_ATTACH_HOST as u32,
+        };
+        let mut ptr = 0u64;
+        // SAFETY: the context is current; valid out-parameter; size checked against free memory.
+        a.check(
+            unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, flags) },
+            "cuMemAllocManaged",
+        )?;
+        let host = ptr as *mut u8;
+        let alloc = Alloc::host(
+            ptr,
+            bytes,
+            device,
+            generation,
+            HostSide::new(HostKind::Managed, host, true, true, true),
+        );
+        // SAFETY: `ptr` is `bytes` bytes of managed memory, reachable from the CPU; zeroing
+        // makes every `T` valid. No device work uses it yet.
+        unsafe { std::ptr::write_bytes(host, 0, bytes) };
+        Ok(ManagedBuffer {
+            alloc,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address, valid on the CPU and on every device.
+    pub fn as_raw(&self) -> u64 {
+        self.alloc.ptr
+    }
+
+    /// The device whose context owns the memory.
+    pub fn device(&self) -> Device {
+        Device::from_ordinal_unchecked(self.alloc.device)
+    }
+
+    /// The contents, once no queued device work writes them. Blocks until then.
+    ///
+    /// # Errors
+    /// [`Error::ContextDestroyed`] after the owning device was reset; the error of the work
+    /// waited for.
+    pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
+        record(slice(&self.alloc, self.len))
+    }
+
+    /// The contents for writing, once no queued device work uses them.
+    pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
+        // SAFETY: `self` is borrowed exclusively for the view.
+        record(unsafe { slice_mut(&self.alloc, self.len) })
+    }
+
+    /// A copy of the contents.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.as_slice()?.to_vec())
+    }
+
+    /// Waits for every queued piece of device work that uses the memory.
+    pub fn synchronize(&self) -> Result<()> {
+        record(self.alloc.host.as_deref().map_or(Ok(()), |h| h.wait(true)))
+    }
+
+    /// Migrates the memory to `to` in stream order (`cudaMemPrefetchAsync`). Does not block
+    /// the host; CPU access afterwards waits for it.
+    #[doc(alias = "cudaMemPrefetchAsync")]
+    pub fn prefetch_async(&self, to: Location, stream: &Stream) -> Result<()> {
+        record((|| {
+            if self.alloc.bytes == 0 {
+                return Ok(());
+            }
+            self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
+            let a = stream.enter()?;
+            self.alloc.used_on(Some(stream), stream.as_raw(), false);
+            // SAFETY: live managed allocation of `bytes` bytes; live stream.
+            a.check(
+                unsafe {
+                    sys::cuMemPrefetchAsync_v2(
+                        self.alloc.ptr,
+                        self.alloc.bytes,
+                        to.raw(),
+                        0,
+                        stream.as_raw(),
+                    )
+                },
+                "cuMemPrefetchAsync",
+            )
+        })())
+    }
+
+    /// Gives the driver a hint about how the memory is used (`cudaMemAdvise`).
+    #[doc(alias = "cudaMemAdvise")]
+    pub fn advise(&self, advice: MemAdvice) -> Result<()> {
+        record((|| {
+            if self.alloc.bytes == 0 {
+                return Ok(());
+            }
+            let a =
+                context::enter_handle(self.alloc.device, self.alloc.generation, "managed memory")?;
+            let (adv, loc) = advice.raw();
+            // SAFETY: live managed allocation of `bytes` bytes.
+            a.check(
+                unsafe { sys::cuMemAdvise_v2(self.alloc.ptr, self.alloc.bytes, adv, loc) },
+                "cuMemAdvise",
+            )
+        })())
+    }
+}
+
+host_traits!(ManagedBuffer);
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<ManagedBuffer<f32>>();
+};
