@@ -6,6 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::host::{HostSide, PageLocked};
+use super::staging;
 use super::DeviceRepr;
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -378,6 +379,20 @@ fn copy_htod<T: DeviceRepr>(
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), raw, true);
+    let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
+    if bytes >= staging::DIRECT_BELOW && !locked {
+        if let Some(r) = staging::htod(&a, raw, dst.device_ptr(), bytemuck::cast_slice(src)) {
+            r?;
+            if matches!(on, On::Default) {
+                // SAFETY: live stream of the current context.
+                a.check(
+                    unsafe { sys::cuStreamSynchronize(raw) },
+                    "cuStreamSynchronize",
+                )?;
+            }
+            return Ok(());
+        }
+    }
     // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a live
     // host slice of `bytes` bytes borrowed for the call.
     a.check(
@@ -387,7 +402,7 @@ fn copy_htod<T: DeviceRepr>(
     // Pageable memory has been staged when the call returns; page-locked memory is read by the
     // DMA engine later, so wait before the borrow ends. The calls without a stream are
     // synchronous, as cudaMemcpy.
-    if matches!(on, On::Default) || is_page_locked(src.as_ptr().cast(), bytes) {
+    if matches!(on, On::Default) || locked || is_page_locked(src.as_ptr().cast(), bytes) {
         // SAFETY: live stream of the current context.
         a.check(
             unsafe { sys::cuStreamSynchronize(raw) },
@@ -417,6 +432,12 @@ fn copy_dtoh<T: DeviceRepr>(
     let alloc = src.allocation();
     let (a, raw) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), raw, false);
+    if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
+        let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        if let Some(r) = staging::dtoh(&a, raw, out, src.device_ptr()) {
+            return r;
+        }
+    }
     // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively borrowed
     // host slice of `bytes` bytes; `T` is valid for any bit pattern.
     a.check(

@@ -777,10 +777,10 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     /// The device address kernels use for mapped memory (`cudaHostGetDevicePointer`).
     #[doc(alias = "cudaHostGetDevicePointer")]
     pub fn device_ptr(&self) -> Result<u64> {
-        if !host_side(&self.alloc).mapped {
+        if !host_side(self.alloc).mapped {
             return record(Err(Error::InvalidValue {
                 what: "cudaHostGetDevicePointer",
-                value: format!("{:p}", host_side(&self.alloc).host_ptr.0),
+                value: format!("{:p}", host_side(self.alloc).host_ptr.0),
                 reason: "the memory was not registered with HostRegisterFlags::MAPPED",
             }));
         }
@@ -789,7 +789,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
 
     /// The contents, once no queued device work writes them.
     pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
-        record(slice(&self.alloc, self.len))
+        record(slice(self.alloc, self.len))
     }
 
     /// The contents for writing, once no queued device work uses them.
@@ -798,7 +798,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     /// [`Error::InvalidValue`] for a read-only registration.
     pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
         record(
-            host_side(&self.alloc)
+            host_side(self.alloc)
                 .check_writable("HostRegistration::as_mut_slice")
                 // SAFETY: `self` is borrowed exclusively for the view.
                 .and_then(|()| unsafe { slice_mut(self.alloc, self.len) }),
@@ -807,7 +807,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
 
     /// Waits for every queued piece of device work that uses the memory.
     pub fn synchronize(&self) -> Result<()> {
-        record(host_side(&self.alloc).wait(true))
+        record(host_side(self.alloc).wait(true))
     }
 }
 

@@ -21,6 +21,7 @@
 mod device;
 pub(crate) mod host;
 mod managed;
+mod staging;
 
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
