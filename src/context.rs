@@ -156,6 +156,12 @@ impl Active {
     }
 
     /// Fails unless the context is the one a handle was made in.
+    /// The raw context handle.
+    #[inline]
+    pub(crate) fn ctx_raw(&self) -> sys::CUcontext {
+        self.guard.ctx.0
+    }
+
     #[inline]
     pub(crate) fn expect_generation(&self, generation: u64, what: &'static str) -> Result<()> {
         if self.guard.generation == generation {

@@ -36,6 +36,21 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event handle made elsewhere in the crate (an opened IPC event).
+    pub(crate) fn from_parts(
+        raw: sys::CUevent,
+        device: i32,
+        generation: u64,
+        flags: EventFlags,
+    ) -> Event {
+        Event {
+            raw: Raw(raw),
+            device,
+            generation,
+            flags,
+        }
+    }
+
     /// Creates an event with default flags on the current device (`cudaEventCreate`).
     #[doc(alias = "cudaEventCreate")]
     pub fn new() -> Result<Event> {
@@ -89,7 +104,7 @@ impl Event {
         crate::Device::from_ordinal_unchecked(self.device)
     }
 
-    fn enter(&self) -> Result<Active> {
+    pub(crate) fn enter(&self) -> Result<Active> {
         context::enter_handle(self.device, self.generation, "event")
     }
 

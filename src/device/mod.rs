@@ -463,6 +463,52 @@ impl Device {
         })())
     }
 
+    /// Lets this device's work access `peer`'s memory (`cudaDeviceEnablePeerAccess`, called
+    /// with this device current). Access is one-way; enable it from both sides for both.
+    ///
+    /// # Errors
+    /// `cudaErrorPeerAccessAlreadyEnabled` when it already is; `cudaErrorPeerAccessUnsupported`
+    /// when the devices cannot be peers; `cudaErrorInvalidDevice` for the device itself.
+    #[doc(alias = "cudaDeviceEnablePeerAccess")]
+    pub fn enable_peer_access(self, peer: Device) -> Result<()> {
+        record(self.peer_access(peer, true))
+    }
+
+    /// Stops this device's access to `peer`'s memory (`cudaDeviceDisablePeerAccess`).
+    ///
+    /// # Errors
+    /// `cudaErrorPeerAccessNotEnabled` when access was not enabled.
+    #[doc(alias = "cudaDeviceDisablePeerAccess")]
+    pub fn disable_peer_access(self, peer: Device) -> Result<()> {
+        record(self.peer_access(peer, false))
+    }
+
+    fn peer_access(self, peer: Device, enable: bool) -> Result<()> {
+        if peer.ordinal == self.ordinal {
+            return Err(Error::InvalidDevice {
+                ordinal: peer.ordinal,
+                count: device_count()?,
+            });
+        }
+        // Held until the call returns: the peer's context cannot be reset meanwhile.
+        let p = context::enter(peer.ordinal)?;
+        let peer_ctx = p.ctx_raw();
+        let a = context::enter(self.ordinal)?;
+        // SAFETY: both primary contexts are retained and cannot be reset while `p` and `a`
+        // live; this device's context is current.
+        if enable {
+            a.check(
+                unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) },
+                "cuCtxEnablePeerAccess",
+            )
+        } else {
+            a.check(
+                unsafe { sys::cuCtxDisablePeerAccess(peer_ctx) },
+                "cuCtxDisablePeerAccess",
+            )
+        }
+    }
+
     /// Destroys the device's primary context and everything in it (`cudaDeviceReset`).
     ///
     /// Waits for the crate's calls in flight on the device to return. Every handle made on the

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::host::{HostSide, PageLocked};
 use super::staging;
@@ -12,6 +12,24 @@ use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::stream::{self, Stream};
+
+/// Synchronises every device in `mask` (bit 63: every device from 63 on) but `own`, recording
+/// failures as deferred errors of the memory's device.
+fn wait_devices(mask: u64, own: i32) {
+    let count = context::device_count().unwrap_or(0);
+    for d in 0..count {
+        if d == own || mask & (1u64 << d.min(63)) == 0 {
+            continue;
+        }
+        let r = context::enter(d).and_then(|a| {
+            // SAFETY: the context is current.
+            a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        });
+        if let (Err(e), Ok(dev)) = (r, context::device_state(own)) {
+            dev.defer("waiting for peer work before freeing device memory", e);
+        }
+    }
+}
 
 /// The allocation behind a buffer, shared by reference with its views. (Public in a private
 /// module: unnameable outside the crate.)
@@ -23,14 +41,36 @@ pub struct Alloc {
     pub(crate) generation: u64,
     /// The stream of a stream-ordered allocation (`cudaMallocAsync`), freed there.
     home: Option<Stream>,
-    /// Set when asynchronous work outside `home` used the memory; the drop then waits.
-    foreign: AtomicBool,
+    /// Devices (bit `d` for device `d`, bit 63 for any device from 63 on) whose work outside
+    /// `home` used the memory; the drop waits for them first.
+    foreign: AtomicU64,
+    /// Memory opened from another process's IPC handle: closed, not freed.
+    pub(crate) ipc: bool,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned
     /// and which work may still use it.
     pub(crate) host: Option<Box<HostSide>>,
 }
 
 impl Alloc {
+    /// Device memory that is not stream-ordered.
+    pub(crate) fn plain(ptr: u64, bytes: usize, device: i32, generation: u64) -> Alloc {
+        Alloc {
+            ptr,
+            bytes,
+            device,
+            generation,
+            home: None,
+            foreign: AtomicU64::new(0),
+            ipc: false,
+            host: None,
+        }
+    }
+
+    /// Whether the memory came from `cudaMallocAsync` / a pool.
+    pub(crate) fn is_stream_ordered(&self) -> bool {
+        self.home.is_some()
+    }
+
     /// An allocation reachable from the CPU, described by `host`.
     pub(crate) fn host(
         ptr: u64,
@@ -45,7 +85,8 @@ impl Alloc {
             device,
             generation,
             home: None,
-            foreign: AtomicBool::new(false),
+            foreign: AtomicU64::new(0),
+            ipc: false,
             host: Some(Box::new(host)),
         }
     }
@@ -59,9 +100,19 @@ impl Alloc {
             return;
         }
         let home = self.home.as_ref().map(|s| s.as_raw());
-        if home != Some(raw) && !self.foreign.load(Ordering::Relaxed) {
-            self.foreign.store(true, Ordering::Relaxed);
+        if home != Some(raw) {
+            let d = stream.map_or(self.device, |s| s.inner.device);
+            let bit = 1u64 << d.clamp(0, 63);
+            if self.foreign.load(Ordering::Relaxed) & bit == 0 {
+                self.foreign.fetch_or(bit, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Notes that work of device `dev` used the memory (its drop then waits for that device).
+    fn note_device(&self, dev: i32) {
+        self.foreign
+            .fetch_or(1u64 << dev.clamp(0, 63), Ordering::Relaxed);
     }
 
     /// Checks that work on `stream` may use the memory.
@@ -113,8 +164,15 @@ impl Drop for Alloc {
         if self.bytes == 0 {
             return;
         }
-        let (ptr, home, foreign) = (self.ptr, self.home.take(), *self.foreign.get_mut());
+        let (ptr, home, mask) = (self.ptr, self.home.take(), *self.foreign.get_mut());
+        let own = 1u64 << self.device.clamp(0, 63);
+        let foreign = mask & own != 0;
         let panicking = std::thread::panicking();
+        if mask & !own != 0 && !panicking && !context::in_host_fn() {
+            // Work of other devices (peer copies) used the memory: wait for it first.
+            wait_devices(mask & !own, self.device);
+        }
+        let ipc = self.ipc;
         context::release(
             self.device,
             self.generation,
@@ -131,6 +189,13 @@ impl Drop for Alloc {
                     }
                     // SAFETY: the context is current.
                     a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+                }
+                if ipc {
+                    // SAFETY: `ptr` was opened from an IPC handle in this context, unused now.
+                    return a.check(
+                        unsafe { sys::cuIpcCloseMemHandle(ptr) },
+                        "cuIpcCloseMemHandle",
+                    );
                 }
                 match home {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context; the
@@ -152,7 +217,7 @@ impl Drop for Alloc {
 /// `cudaMallocAsync`), freed in stream order on drop (see the [module docs](super)).
 #[derive(Debug)]
 pub struct DeviceBuffer<T: DeviceRepr> {
-    alloc: Alloc,
+    pub(crate) alloc: Alloc,
     len: usize,
     _t: PhantomData<T>,
 }
@@ -523,18 +588,42 @@ fn copy_dtod<T: DeviceRepr>(
     }
     let (d, s) = (dst.allocation(), src.allocation());
     let (a, raw) = on.enter(d, call)?;
-    if s.device != d.device || s.generation != d.generation {
-        return Err(Error::DeviceMismatch {
-            call,
-            what: "the source buffer",
-            found: s.device,
-            expected: d.device,
-        });
-    }
     d.used_on(on.stream(), raw, true);
     s.used_on(on.stream(), raw, false);
-    // SAFETY: both ranges are live device memory of `bytes` bytes in this context; `dst` is
-    // borrowed exclusively, so they do not overlap.
+    let peer = s.device != d.device && s.host.is_none() && d.host.is_none();
+    if !peer && s.host.is_none() && s.generation != d.generation && s.device == d.device {
+        return Err(Error::ContextDestroyed {
+            what: "the source buffer",
+            device: s.device,
+        });
+    }
+    if peer {
+        s.note_device(d.device);
+        // A copy between two devices' memory (`cudaMemcpyPeer`): runs in the destination's
+        // stream; the source remembers the destination's device, whose work its drop waits for.
+        let src_ctx = context::enter_handle(s.device, s.generation, "the source buffer")?;
+        let src_raw = src_ctx.ctx_raw();
+        drop(src_ctx);
+        let a = on.enter(d, call)?.0;
+        // SAFETY: both ranges are live device memory of `bytes` bytes in their (live)
+        // contexts; the stream belongs to the destination's context, which is current.
+        return a.check(
+            unsafe {
+                sys::cuMemcpyPeerAsync(
+                    dst.device_ptr(),
+                    a.ctx_raw(),
+                    src.device_ptr(),
+                    src_raw,
+                    bytes,
+                    raw,
+                )
+            },
+            "cuMemcpyPeerAsync",
+        );
+    }
+    // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context (device
+    // memory of this device, or mapped / managed memory); `dst` is borrowed exclusively, so
+    // they do not overlap.
     a.check(
         unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
         "cuMemcpyDtoDAsync",
@@ -912,7 +1001,23 @@ macro_rules! write_ops {
 }
 
 impl<T: DeviceRepr> DeviceBuffer<T> {
+    pub(crate) fn from_alloc(alloc: Alloc, len: usize) -> DeviceBuffer<T> {
+        DeviceBuffer {
+            alloc,
+            len,
+            _t: PhantomData,
+        }
+    }
+
     fn alloc_on(len: usize, on: Option<&Stream>) -> Result<DeviceBuffer<T>> {
+        Self::alloc_in(len, on, None)
+    }
+
+    fn alloc_in(
+        len: usize,
+        on: Option<&Stream>,
+        pool: Option<&super::MemPool>,
+    ) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len, "device allocation size")?;
         let (a, home) = match on {
             Some(s) => {
@@ -924,11 +1029,20 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             match &home {
-                // SAFETY: the context is current; valid out-parameter; live stream.
-                Some(s) => a.check(
-                    unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, s.as_raw()) },
-                    "cuMemAllocAsync",
-                )?,
+                // SAFETY: the context is current; valid out-parameter; live stream and pool
+                // of this context (checked by the caller).
+                Some(s) => match pool {
+                    Some(p) => a.check(
+                        unsafe {
+                            sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, p.as_raw(), s.as_raw())
+                        },
+                        "cuMemAllocFromPoolAsync",
+                    )?,
+                    None => a.check(
+                        unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, s.as_raw()) },
+                        "cuMemAllocAsync",
+                    )?,
+                },
                 // SAFETY: the context is current; valid out-parameter.
                 None => a.check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, "cuMemAlloc")?,
             }
@@ -940,7 +1054,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 device: a.dev.ordinal,
                 generation: a.generation(),
                 home,
-                foreign: AtomicBool::new(false),
+                foreign: AtomicU64::new(0),
+                ipc: false,
                 host: None,
             },
             len,
@@ -980,6 +1095,36 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     #[doc(alias = "cudaMallocAsync")]
     pub fn new_async(len: usize, stream: &Stream) -> Result<DeviceBuffer<T>> {
         record(Self::alloc_on(len, Some(stream)))
+    }
+
+    /// Allocates `len` elements from `pool` in stream order on `stream`
+    /// (`cudaMallocFromPoolAsync`); freed on `stream` when dropped.
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when the pool and the stream are on different devices.
+    #[doc(alias = "cudaMallocFromPoolAsync")]
+    pub fn new_from_pool_async(
+        len: usize,
+        pool: &super::MemPool,
+        stream: &Stream,
+    ) -> Result<DeviceBuffer<T>> {
+        record((|| {
+            if pool.device().ordinal() != stream.inner.device {
+                return Err(Error::DeviceMismatch {
+                    call: "cudaMallocFromPoolAsync",
+                    what: "the pool",
+                    found: pool.device().ordinal(),
+                    expected: stream.inner.device,
+                });
+            }
+            if pool.generation() != stream.inner.generation {
+                return Err(Error::ContextDestroyed {
+                    what: "memory pool or stream",
+                    device: stream.inner.device,
+                });
+            }
+            Self::alloc_in(len, Some(stream), Some(pool))
+        })())
     }
 
     /// As [`new_async`](Self::new_async), set to zero bits in `stream`.

@@ -20,7 +20,10 @@
 
 mod device;
 pub(crate) mod host;
+mod ipc;
 mod managed;
+mod pointer;
+mod pool;
 mod staging;
 
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
@@ -28,7 +31,10 @@ pub use host::{
     HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,
     PinnedBuffer,
 };
+pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};
+pub use pointer::{pointer_attributes, MemoryType, PointerAttributes};
+pub use pool::{MemPool, MemPoolProps, PoolStats, ReusePolicy, ShareableHandle};
 
 /// Plain data that may be copied to and from the device: `Copy`, no padding, no pointers to
 /// host memory, valid for any bit pattern (so reading back whatever the device wrote is sound).

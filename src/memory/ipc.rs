@@ -1,0 +1,261 @@
+//! Interprocess sharing of device memory and events: `cudaIpcGetMemHandle`,
+//! `cudaIpcOpenMemHandle`, `cudaIpcCloseMemHandle`, `cudaIpcGetEventHandle`,
+//! `cudaIpcOpenEventHandle`.
+
+use std::mem::size_of;
+
+use super::device::Alloc;
+use super::{DeviceBuffer, DeviceRepr};
+use crate::context;
+use crate::driver::sys;
+use crate::error::{record, Error, Result};
+use crate::event::{Event, EventFlags};
+
+/// A handle to a device allocation that another process can open (`cudaIpcMemHandle_t`):
+/// 64 opaque bytes, sent by any means (a pipe, a file, a socket).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpcMemHandle(pub [u8; 64]);
+
+/// A handle to an interprocess event that another process can open (`cudaIpcEventHandle_t`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpcEventHandle(pub [u8; 64]);
+
+impl std::fmt::Debug for IpcMemHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IpcMemHandle({})", hex(&self.0))
+    }
+}
+
+impl std::fmt::Debug for IpcEventHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IpcEventHandle({})", hex(&self.0))
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl IpcMemHandle {
+    /// The handle as 128 hexadecimal digits, for passing as text.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// Parses [`to_hex`](Self::to_hex)'s output.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for anything but 128 hexadecimal digits.
+    pub fn from_hex(s: &str) -> Result<IpcMemHandle> {
+        parse_hex(s).map(IpcMemHandle)
+    }
+}
+
+impl IpcEventHandle {
+    /// The handle as 128 hexadecimal digits.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// Parses [`to_hex`](Self::to_hex)'s output.
+    pub fn from_hex(s: &str) -> Result<IpcEventHandle> {
+        parse_hex(s).map(IpcEventHandle)
+    }
+}
+
+fn parse_hex(s: &str) -> Result<[u8; 64]> {
+    let bad = || Error::InvalidValue {
+        what: "IPC handle text",
+        value: format!("{s:?}"),
+        reason: "expected 128 hexadecimal digits",
+    };
+    if s.len() != 128 || !s.is_ascii() {
+        return Err(bad());
+    }
+    let mut out = [0u8; 64];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// A handle another process can open to reach this allocation (`cudaIpcGetMemHandle`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for stream-ordered allocations (`new_async`, pools), which have
+    /// no IPC handle (share them through a pool made with a shareable handle type instead), and
+    /// for memory opened from another process's handle.
+    #[doc(alias = "cudaIpcGetMemHandle")]
+    pub fn ipc_handle(&self) -> Result<IpcMemHandle> {
+        record((|| {
+            let a = &self.alloc;
+            if a.is_stream_ordered() || a.ipc {
+                return Err(Error::InvalidValue {
+                    what: "cudaIpcGetMemHandle",
+                    value: format!("{:#x}", a.ptr),
+                    reason: if a.ipc {
+                        "the memory was itself opened from an IPC handle"
+                    } else {
+                        "stream-ordered (pool) allocations have no legacy IPC handle; \
+                         allocate with DeviceBuffer::new (cudaMalloc)"
+                    },
+                });
+            }
+            if a.bytes == 0 {
+                return Err(Error::InvalidValue {
+                    what: "cudaIpcGetMemHandle",
+                    value: "an empty buffer".into(),
+                    reason: "an empty buffer has no allocation to share",
+                });
+            }
+            let ctx = context::enter_handle(a.device, a.generation, "device buffer")?;
+            let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
+            // SAFETY: live `cuMemAlloc` allocation of this context; valid out-parameter.
+            ctx.check(
+                unsafe { sys::cuIpcGetMemHandle(&mut h, a.ptr) },
+                "cuIpcGetMemHandle",
+            )?;
+            Ok(IpcMemHandle(h.reserved.map(|c| c as u8)))
+        })())
+    }
+
+    /// Opens memory another process shared, as `len` elements on the current device
+    /// (`cudaIpcOpenMemHandle` with `cudaIpcMemLazyEnablePeerAccess`). Closed
+    /// (`cudaIpcCloseMemHandle`) when dropped, after work that used it finished.
+    ///
+    /// Accesses are not synchronised with the other process: order them with interprocess
+    /// events ([`Event::ipc_handle`]).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when `len` elements exceed the shared allocation; the driver's
+    /// error for a handle of this same process or an invalid handle.
+    #[doc(alias = "cudaIpcOpenMemHandle")]
+    #[doc(alias = "cudaIpcCloseMemHandle")]
+    pub fn open_ipc(handle: &IpcMemHandle, len: usize) -> Result<DeviceBuffer<T>> {
+        record((|| {
+            let a = context::enter_current()?;
+            let h = sys::CUipcMemHandle {
+                reserved: handle.0.map(|b| b as _),
+            };
+            let mut ptr = 0u64;
+            // SAFETY: the context is current; valid out-parameter.
+            a.check(
+                unsafe {
+                    sys::cuIpcOpenMemHandle_v2(
+                        &mut ptr,
+                        h,
+                        sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32,
+                    )
+                },
+                "cuIpcOpenMemHandle",
+            )?;
+            let (mut base, mut size) = (0u64, 0usize);
+            // SAFETY: `ptr` is a live mapping of this context; valid out-parameters.
+            let r = a.check(
+                unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) },
+                "cuMemGetAddressRange",
+            );
+            let bytes = len.checked_mul(size_of::<T>());
+            let avail = size.saturating_sub((ptr - base) as usize);
+            let err = match (r, bytes) {
+                (Err(e), _) => Some(e),
+                (Ok(()), Some(b)) if b <= avail => None,
+                _ => Some(Error::OutOfRange {
+                    what: "shared allocation (elements)",
+                    start: 0,
+                    end: len,
+                    len: avail / size_of::<T>().max(1),
+                }),
+            };
+            if let Some(e) = err {
+                // SAFETY: opened above, unused.
+                unsafe { sys::cuIpcCloseMemHandle(ptr) };
+                return Err(e);
+            }
+            Ok(DeviceBuffer::from_alloc(
+                Alloc::opened_ipc(ptr, avail, a.dev.ordinal, a.generation()),
+                len,
+            ))
+        })())
+    }
+}
+
+impl Event {
+    /// A handle another process can open to wait on this event (`cudaIpcGetEventHandle`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] unless the event was made with [`EventFlags::INTERPROCESS`].
+    #[doc(alias = "cudaIpcGetEventHandle")]
+    pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
+        record((|| {
+            if !self.flags().contains(EventFlags::INTERPROCESS) {
+                return Err(Error::InvalidValue {
+                    what: "cudaIpcGetEventHandle",
+                    value: format!("event flags {:#x}", self.flags().bits()),
+                    reason: "only events made with EventFlags::INTERPROCESS have an IPC handle",
+                });
+            }
+            let a = self.enter()?;
+            let mut h = sys::CUipcEventHandle { reserved: [0; 64] };
+            // SAFETY: live interprocess event of the current context; valid out-parameter.
+            a.check(
+                unsafe { sys::cuIpcGetEventHandle(&mut h, self.as_raw()) },
+                "cuIpcGetEventHandle",
+            )?;
+            Ok(IpcEventHandle(h.reserved.map(|c| c as u8)))
+        })())
+    }
+
+    /// Opens an event another process shared, on the current device (`cudaIpcOpenEventHandle`).
+    #[doc(alias = "cudaIpcOpenEventHandle")]
+    pub fn open_ipc(handle: &IpcEventHandle) -> Result<Event> {
+        record((|| {
+            let a = context::enter_current()?;
+            let h = sys::CUipcEventHandle {
+                reserved: handle.0.map(|b| b as _),
+            };
+            let mut raw: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: the context is current; valid out-parameter.
+            a.check(
+                unsafe { sys::cuIpcOpenEventHandle(&mut raw, h) },
+                "cuIpcOpenEventHandle",
+            )?;
+            Ok(Event::from_parts(
+                raw,
+                a.dev.ordinal,
+                a.generation(),
+                EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING,
+            ))
+        })())
+    }
+}
+
+impl Alloc {
+    fn opened_ipc(ptr: u64, bytes: usize, device: i32, generation: u64) -> Alloc {
+        let mut a = Alloc::plain(ptr, bytes, device, generation);
+        a.ipc = true;
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_as_text() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..100 {
+            let mut b = [0u8; 64];
+            b.iter_mut().for_each(|x| *x = rng.u8(..));
+            let h = IpcMemHandle(b);
+            assert_eq!(IpcMemHandle::from_hex(&h.to_hex()).unwrap(), h);
+            let e = IpcEventHandle(b);
+            assert_eq!(IpcEventHandle::from_hex(&e.to_hex()).unwrap(), e);
+        }
+        assert!(IpcMemHandle::from_hex("zz").is_err());
+        assert!(IpcMemHandle::from_hex(&"g".repeat(128)).is_err());
+        assert!(IpcMemHandle::from_hex(&"é".repeat(64)).is_err());
+    }
+}
