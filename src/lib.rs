@@ -57,9 +57,11 @@ pub mod stream;
 
 pub use event::{Event, EventFlags};
 pub use memory::{
-    DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut, DeviceWrite, HostAllocFlags,
-    HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, Location, ManagedBuffer,
-    MemAdvice, MemAttach, PageLocked, PinnedBuffer,
+    pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
+    DeviceWrite, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
+    IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach, MemPool,
+    MemPoolProps, MemoryType, PageLocked, PinnedBuffer, PointerAttributes, PoolStats, ReusePolicy,
+    ShareableHandle,
 };
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,

@@ -9,22 +9,32 @@ pub struct GpuTest {
     pub run: fn(),
     /// Runs while no other test runs (device reset, device-wide settings).
     pub exclusive: bool,
+    /// Devices the test needs; with fewer it is reported as ignored.
+    pub min_devices: i32,
 }
 
 /// Registers tests: `tests![a, b; exclusive: c]`.
 #[macro_export]
 macro_rules! tests {
-    ($($name:ident),* $(,)? $(; exclusive: $($x:ident),* $(,)?)?) => {
+    ($($name:ident),* $(,)? $(; exclusive: $($x:ident),* $(,)?)? $(; two_gpus: $($t:ident),* $(,)?)?) => {
         pub const TESTS: &[$crate::common::GpuTest] = &[
             $($crate::common::GpuTest {
                 name: concat!(module_path!(), "::", stringify!($name)),
                 run: $name,
                 exclusive: false,
+                min_devices: 1,
             },)*
             $($($crate::common::GpuTest {
                 name: concat!(module_path!(), "::", stringify!($x)),
                 run: $x,
                 exclusive: true,
+                min_devices: 1,
+            },)*)?
+            $($($crate::common::GpuTest {
+                name: concat!(module_path!(), "::", stringify!($t)),
+                run: $t,
+                exclusive: true,
+                min_devices: 2,
             },)*)?
         ];
     };

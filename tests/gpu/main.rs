@@ -7,8 +7,10 @@
 mod common;
 mod device;
 mod driver_errors;
+mod host_memory;
 mod launch;
 mod memory;
+mod peer;
 mod stream;
 
 use std::sync::RwLock;
@@ -30,7 +32,10 @@ fn main() {
     // A test that must run in a process of its own (it leaves the GPU unusable for the process)
     // re-runs this binary with the child's name in this variable.
     if let Ok(name) = std::env::var(common::CHILD_VAR) {
-        let child = launch::CHILDREN.iter().find(|(n, _)| *n == name);
+        let child = launch::CHILDREN
+            .iter()
+            .chain(host_memory::CHILDREN)
+            .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
                 f();
@@ -51,17 +56,27 @@ fn main() {
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
+        host_memory::TESTS,
         launch::TESTS,
         memory::TESTS,
+        peer::TESTS,
         stream::TESTS,
     ]
     .into_iter()
     .flatten()
     .collect();
+    let devices = cuda_runtime::device_count().unwrap_or(0);
+    if skip.is_none() && all.iter().any(|t| t.min_devices > devices) {
+        eprintln!(
+            "multi-GPU tests ignored: this machine has {devices} GPU(s); they run on a machine \
+             with two"
+        );
+    }
     let trials = all
         .into_iter()
         .map(|t| {
             let (f, exclusive) = (t.run, t.exclusive);
+            let ignored = skip.is_some() || t.min_devices > devices;
             Trial::test(t.name, move || -> Result<(), Failed> {
                 let _guard = if exclusive {
                     (
@@ -77,7 +92,7 @@ fn main() {
                 f();
                 Ok(())
             })
-            .with_ignored_flag(skip.is_some())
+            .with_ignored_flag(ignored)
         })
         .collect();
     libtest_mimic::run(&args, trials).exit();

@@ -1,0 +1,433 @@
+//! Memory benchmarks: page-locked, write-combined and pageable copies, and allocation, each
+//! through this crate, the raw driver call and NVIDIA's libcudart (loaded at run time from
+//! `/usr/local/cuda/lib64/libcudart.so`, or `CUDA_RUNTIME_LIBCUDART`), in the same process and
+//! primary context. Criterion measures each; a summary of medians of interleaved batches with
+//! the ratios follows.
+
+use std::ffi::c_void;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use cuda_runtime::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+use cudarc::driver::sys;
+
+fn die(what: &str) -> ! {
+    println!("memory bench failed: {what}");
+    std::process::exit(1);
+}
+
+fn ck(r: sys::CUresult, what: &str) {
+    if r != sys::CUresult::CUDA_SUCCESS {
+        die(&format!("{what} returned {r:?}"));
+    }
+}
+
+type CudaError = i32;
+type CudaStream = *mut c_void;
+
+struct Cudart {
+    _lib: libloading::Library,
+    memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, i32) -> CudaError,
+    memcpy_async:
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, i32, CudaStream) -> CudaError,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> CudaError,
+    free: unsafe extern "C" fn(*mut c_void) -> CudaError,
+    malloc_async: unsafe extern "C" fn(*mut *mut c_void, usize, CudaStream) -> CudaError,
+    free_async: unsafe extern "C" fn(*mut c_void, CudaStream) -> CudaError,
+    stream_sync: unsafe extern "C" fn(CudaStream) -> CudaError,
+    stream: CudaStream,
+}
+
+fn ok(e: CudaError, what: &str) {
+    if e != 0 {
+        die(&format!("libcudart {what} returned cudaError {e}"));
+    }
+}
+
+impl Cudart {
+    fn load() -> Option<Cudart> {
+        let path = std::env::var("CUDA_RUNTIME_LIBCUDART")
+            .unwrap_or_else(|_| "/usr/local/cuda/lib64/libcudart.so".into());
+        // SAFETY: loading NVIDIA's runtime library runs its initialisers, which only register
+        // with the driver.
+        let lib = match unsafe { libloading::Library::new(&path) } {
+            Ok(l) => l,
+            Err(e) => {
+                println!("libcudart not loaded ({path}: {e}): its column is left empty");
+                return None;
+            }
+        };
+        macro_rules! sym {
+            ($name:literal) => {
+                // SAFETY: the symbol has the C signature of the field (CUDA 13.0 headers).
+                match unsafe { lib.get($name) } {
+                    Ok(f) => *f,
+                    Err(e) => die(&format!("libcudart lacks a symbol: {e}")),
+                }
+            };
+        }
+        let stream_create: unsafe extern "C" fn(*mut CudaStream) -> CudaError =
+            sym!(b"cudaStreamCreate\0");
+        let mut c = Cudart {
+            memcpy: sym!(b"cudaMemcpy\0"),
+            memcpy_async: sym!(b"cudaMemcpyAsync\0"),
+            malloc: sym!(b"cudaMalloc\0"),
+            free: sym!(b"cudaFree\0"),
+            malloc_async: sym!(b"cudaMallocAsync\0"),
+            free_async: sym!(b"cudaFreeAsync\0"),
+            stream_sync: sym!(b"cudaStreamSynchronize\0"),
+            _lib: lib,
+            stream: std::ptr::null_mut(),
+        };
+        // SAFETY: valid out-parameter.
+        ok(unsafe { stream_create(&mut c.stream) }, "cudaStreamCreate");
+        Some(c)
+    }
+}
+
+const BIG: usize = 256 << 20;
+const SMALL: usize = 1 << 20;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Crate,
+    Driver,
+    Cudart,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Figure {
+    PinnedH2D,
+    PinnedD2H,
+    WriteCombinedH2D,
+    PageableH2D,
+    PageableD2H,
+    AllocAsync,
+    Alloc,
+}
+
+impl Figure {
+    const ALL: [Figure; 7] = [
+        Figure::PinnedH2D,
+        Figure::PinnedD2H,
+        Figure::WriteCombinedH2D,
+        Figure::PageableH2D,
+        Figure::PageableD2H,
+        Figure::AllocAsync,
+        Figure::Alloc,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Figure::PinnedH2D => "page-locked H2D 256 MiB",
+            Figure::PinnedD2H => "page-locked D2H 256 MiB",
+            Figure::WriteCombinedH2D => "write-combined H2D 256 MiB",
+            Figure::PageableH2D => "pageable H2D 256 MiB (memcpy)",
+            Figure::PageableD2H => "pageable D2H 256 MiB (memcpy)",
+            Figure::AllocAsync => "1 MiB mallocAsync + freeAsync",
+            Figure::Alloc => "1 MiB malloc + free",
+        }
+    }
+    fn is_copy(self) -> bool {
+        !matches!(self, Figure::AllocAsync | Figure::Alloc)
+    }
+    fn batch(self) -> u64 {
+        match self {
+            Figure::AllocAsync => 1000,
+            Figure::Alloc => 50,
+            _ => 2,
+        }
+    }
+}
+
+struct Setup {
+    stream: Stream,
+    raw_stream: sys::CUstream,
+    dev: DeviceBuffer<u8>,
+    pinned: PinnedBuffer<u8>,
+    wc: PinnedBuffer<u8>,
+    pageable: Vec<u8>,
+    cudart: Option<Cudart>,
+}
+
+impl Setup {
+    fn op(&mut self, fig: Figure, way: Way) -> bool {
+        let s = &self.stream;
+        let d = self.dev.as_raw();
+        match way {
+            Way::Crate => {
+                let r = match fig {
+                    Figure::PinnedH2D => self
+                        .dev
+                        .copy_from_pinned_async(&self.pinned, s)
+                        .and_then(|_| s.synchronize()),
+                    Figure::PinnedD2H => self
+                        .dev
+                        .copy_to_pinned_async(&mut self.pinned, s)
+                        .and_then(|_| self.pinned.synchronize()),
+                    Figure::WriteCombinedH2D => self
+                        .dev
+                        .copy_from_pinned_async(&self.wc, s)
+                        .and_then(|_| s.synchronize()),
+                    Figure::PageableH2D => self.dev.copy_from_host(&self.pageable),
+                    Figure::PageableD2H => self.dev.copy_to_host(&mut self.pageable),
+                    Figure::AllocAsync => DeviceBuffer::<u8>::new_async(SMALL, s).map(drop),
+                    Figure::Alloc => DeviceBuffer::<u8>::new(SMALL).map(drop),
+                };
+                if let Err(e) = r {
+                    die(&format!("{}: {e}", fig.name()));
+                }
+            }
+            Way::Driver => {
+                let rs = self.raw_stream;
+                let hp = self.pinned.as_host_ptr() as *mut c_void;
+                // SAFETY: live device buffer and page-locked / pageable host memory of the
+                // sizes used; the crate's context is current on this thread.
+                unsafe {
+                    match fig {
+                        Figure::PinnedH2D => {
+                            ck(
+                                sys::cuMemcpyHtoDAsync_v2(d, hp, BIG, rs),
+                                "cuMemcpyHtoDAsync",
+                            );
+                            ck(sys::cuStreamSynchronize(rs), "cuStreamSynchronize");
+                        }
+                        Figure::PinnedD2H => {
+                            ck(
+                                sys::cuMemcpyDtoHAsync_v2(hp, d, BIG, rs),
+                                "cuMemcpyDtoHAsync",
+                            );
+                            ck(sys::cuStreamSynchronize(rs), "cuStreamSynchronize");
+                        }
+                        Figure::WriteCombinedH2D => {
+                            let wp = self.wc.as_host_ptr() as *const c_void;
+                            ck(
+                                sys::cuMemcpyHtoDAsync_v2(d, wp, BIG, rs),
+                                "cuMemcpyHtoDAsync",
+                            );
+                            ck(sys::cuStreamSynchronize(rs), "cuStreamSynchronize");
+                        }
+                        Figure::PageableH2D => ck(
+                            sys::cuMemcpyHtoD_v2(d, self.pageable.as_ptr().cast(), BIG),
+                            "cuMemcpyHtoD",
+                        ),
+                        Figure::PageableD2H => ck(
+                            sys::cuMemcpyDtoH_v2(self.pageable.as_mut_ptr().cast(), d, BIG),
+                            "cuMemcpyDtoH",
+                        ),
+                        Figure::AllocAsync => {
+                            let mut p = 0u64;
+                            ck(sys::cuMemAllocAsync(&mut p, SMALL, rs), "cuMemAllocAsync");
+                            ck(sys::cuMemFreeAsync(p, rs), "cuMemFreeAsync");
+                        }
+                        Figure::Alloc => {
+                            let mut p = 0u64;
+                            ck(sys::cuMemAlloc_v2(&mut p, SMALL), "cuMemAlloc");
+                            ck(sys::cuMemFree_v2(p), "cuMemFree");
+                        }
+                    }
+                }
+            }
+            Way::Cudart => {
+                let Some(c) = &self.cudart else { return false };
+                let dp = d as *mut c_void;
+                let hp = self.pinned.as_host_ptr() as *mut c_void;
+                // SAFETY: as above, through libcudart's entry points (kinds: 1 H2D, 2 D2H).
+                unsafe {
+                    match fig {
+                        Figure::PinnedH2D => {
+                            ok(
+                                (c.memcpy_async)(dp, hp, BIG, 1, c.stream),
+                                "cudaMemcpyAsync",
+                            );
+                            ok((c.stream_sync)(c.stream), "cudaStreamSynchronize");
+                        }
+                        Figure::PinnedD2H => {
+                            ok(
+                                (c.memcpy_async)(hp, dp, BIG, 2, c.stream),
+                                "cudaMemcpyAsync",
+                            );
+                            ok((c.stream_sync)(c.stream), "cudaStreamSynchronize");
+                        }
+                        Figure::WriteCombinedH2D => {
+                            let wp = self.wc.as_host_ptr() as *const c_void;
+                            ok(
+                                (c.memcpy_async)(dp, wp, BIG, 1, c.stream),
+                                "cudaMemcpyAsync",
+                            );
+                            ok((c.stream_sync)(c.stream), "cudaStreamSynchronize");
+                        }
+                        Figure::PageableH2D => ok(
+                            (c.memcpy)(dp, self.pageable.as_ptr().cast(), BIG, 1),
+                            "cudaMemcpy",
+                        ),
+                        Figure::PageableD2H => ok(
+                            (c.memcpy)(self.pageable.as_mut_ptr().cast(), dp, BIG, 2),
+                            "cudaMemcpy",
+                        ),
+                        Figure::AllocAsync => {
+                            let mut p = std::ptr::null_mut();
+                            ok((c.malloc_async)(&mut p, SMALL, c.stream), "cudaMallocAsync");
+                            ok((c.free_async)(p, c.stream), "cudaFreeAsync");
+                        }
+                        Figure::Alloc => {
+                            let mut p = std::ptr::null_mut();
+                            ok((c.malloc)(&mut p, SMALL), "cudaMalloc");
+                            ok((c.free)(p), "cudaFree");
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn sync_all(&self) {
+        if let Err(e) = self.stream.synchronize() {
+            die(&format!("synchronize: {e}"));
+        }
+        // SAFETY: live streams.
+        unsafe {
+            ck(
+                sys::cuStreamSynchronize(self.raw_stream),
+                "cuStreamSynchronize",
+            )
+        };
+        if let Some(c) = &self.cudart {
+            // SAFETY: live stream.
+            ok(
+                unsafe { (c.stream_sync)(c.stream) },
+                "cudaStreamSynchronize",
+            );
+        }
+    }
+
+    fn batch(&mut self, fig: Figure, way: Way, n: u64) -> Option<Duration> {
+        self.sync_all();
+        let t = Instant::now();
+        for _ in 0..n {
+            if !self.op(fig, way) {
+                return None;
+            }
+        }
+        self.sync_all();
+        Some(t.elapsed())
+    }
+
+    fn medians_us(&mut self, fig: Figure, reps: usize) -> [Option<f64>; 3] {
+        let n = fig.batch();
+        let ways = [Way::Crate, Way::Driver, Way::Cudart];
+        let mut v: [Vec<f64>; 3] = Default::default();
+        for rep in 0..=reps {
+            for (i, &way) in ways.iter().enumerate() {
+                if let Some(d) = self.batch(fig, way, n) {
+                    if rep > 0 {
+                        v[i].push(d.as_secs_f64() * 1e6 / n as f64);
+                    }
+                }
+            }
+        }
+        v.map(|mut x| {
+            x.sort_by(f64::total_cmp);
+            x.get(x.len() / 2).copied()
+        })
+    }
+}
+
+fn main() {
+    match cuda_runtime::device_count() {
+        Ok(n) if n > 0 => {}
+        Ok(_) => {
+            println!("memory bench: no CUDA device; nothing to measure");
+            return;
+        }
+        Err(e) => {
+            println!("memory bench: {e}; nothing to measure");
+            return;
+        }
+    }
+    let mk = || -> cuda_runtime::Result<Setup> {
+        let stream = Stream::new()?;
+        let dev = DeviceBuffer::<u8>::zeroed(BIG)?;
+        let pinned = PinnedBuffer::<u8>::new(BIG)?;
+        let wc = PinnedBuffer::<u8>::with_flags(BIG, HostAllocFlags::WRITE_COMBINED)?;
+        let mut raw_stream: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the crate made its primary context current on this thread above.
+        ck(
+            unsafe { sys::cuStreamCreate(&mut raw_stream, 0) },
+            "cuStreamCreate",
+        );
+        Ok(Setup {
+            stream,
+            raw_stream,
+            dev,
+            pinned,
+            wc,
+            pageable: vec![1u8; BIG],
+            cudart: None,
+        })
+    };
+    let mut setup = mk().unwrap_or_else(|e| die(&e.to_string()));
+    setup.cudart = Cudart::load();
+    let quick = std::env::var("MEMORY_BENCH_QUICK").is_ok();
+
+    if !quick {
+        let mut c = Criterion::default()
+            .warm_up_time(Duration::from_millis(200))
+            .measurement_time(Duration::from_millis(1000))
+            .sample_size(10)
+            .configure_from_args();
+        for fig in Figure::ALL {
+            let mut g = c.benchmark_group(fig.name());
+            for (way, label) in [
+                (Way::Crate, "cuda-runtime"),
+                (Way::Driver, "driver"),
+                (Way::Cudart, "libcudart"),
+            ] {
+                if way == Way::Cudart && setup.cudart.is_none() {
+                    continue;
+                }
+                g.bench_function(label, |b| {
+                    b.iter_custom(|iters| {
+                        setup.batch(fig, way, black_box(iters)).unwrap_or_default()
+                    })
+                });
+            }
+            g.finish();
+        }
+    }
+
+    let reps = 11;
+    println!("\nSummary: medians of {reps} interleaved batches (copies: GB/s; allocation: us)");
+    println!(
+        "{:<36} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "figure", "cuda-runtime", "driver", "libcudart", "vs driver", "vs libcudart"
+    );
+    for fig in Figure::ALL {
+        let [ours, raw, rt] = setup.medians_us(fig, reps);
+        let show = |v: Option<f64>| match v {
+            Some(us) if fig.is_copy() => format!("{:.2}", BIG as f64 / (us * 1e3)),
+            Some(us) => format!("{us:.3}"),
+            None => "-".into(),
+        };
+        // Speed ratios: above 1 means the crate is faster.
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.3}x", b / a),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<36} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            fig.name(),
+            show(ours),
+            show(raw),
+            show(rt),
+            ratio(ours, raw),
+            ratio(ours, rt)
+        );
+    }
+    println!("(ratios are speed ratios: above 1 means this crate is faster)");
+    println!(
+        "targets: page-locked >= 0.98x libcudart; pageable H2D >= 1.5x, D2H >= 1.25x libcudart;"
+    );
+    println!("         mallocAsync+freeAsync >= 1.0x libcudart and >= 50x cudaMalloc+cudaFree");
+}
