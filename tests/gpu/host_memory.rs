@@ -175,7 +175,7 @@ fn registration_round_trip_and_read_only_rules() {
     })
     .unwrap();
     let e = HostRegistration::with(
-        &mut vec![0u8; 16],
+        &mut [0u8; 16],
         HostRegisterFlags::from_bits_retain(0x100),
         |_| (),
     )
