@@ -57,6 +57,10 @@ pub mod stream;
 
 pub use event::{Event, EventFlags};
 pub use memory::{
+    copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
+    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+};
+pub use memory::{
     pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
     DeviceWrite, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
     IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach, MemPool,

@@ -110,7 +110,7 @@ impl Alloc {
     }
 
     /// Notes that work of device `dev` used the memory (its drop then waits for that device).
-    fn note_device(&self, dev: i32) {
+    pub(crate) fn note_device(&self, dev: i32) {
         self.foreign
             .fetch_or(1u64 << dev.clamp(0, 63), Ordering::Relaxed);
     }

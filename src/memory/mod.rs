@@ -22,6 +22,7 @@ mod device;
 pub(crate) mod host;
 mod ipc;
 mod managed;
+mod pitched;
 mod pointer;
 mod pool;
 mod staging;
@@ -33,6 +34,10 @@ pub use host::{
 };
 pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};
+pub use pitched::{
+    copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
+    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+};
 pub use pointer::{pointer_attributes, MemoryType, PointerAttributes};
 pub use pool::{MemPool, MemPoolProps, PoolStats, ReusePolicy, ShareableHandle};
 

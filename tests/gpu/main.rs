@@ -11,6 +11,7 @@ mod host_memory;
 mod launch;
 mod memory;
 mod peer;
+mod pitched;
 mod stream;
 
 use std::sync::RwLock;
@@ -60,6 +61,7 @@ fn main() {
         launch::TESTS,
         memory::TESTS,
         peer::TESTS,
+        pitched::TESTS,
         stream::TESTS,
     ]
     .into_iter()

@@ -1,0 +1,866 @@
+//! Pitched and 3-D memory: `cudaMallocPitch`, `cudaMalloc3D`, `cudaMemcpy2D` / `cudaMemcpy3D`
+//! (and their `Async` and `Peer` forms), `cudaMemset2D` / `cudaMemset3D`.
+//!
+//! A copy has two *sides*, each a base address with a layout (a pitch in bytes between rows and
+//! a number of rows per slice) and a bound, and a region ([`Copy3D`]): where it starts on each
+//! side and its extent. Sides are host slices ([`HostPitched`], [`HostPitchedMut`]), pitched
+//! device allocations ([`PitchedBuffer`]) and linear device memory seen with a pitch
+//! ([`DeviceBuffer::as_pitched`]); CUDA arrays will be another kind of side. Every region is
+//! checked against its side before the driver is called.
+
+use std::marker::PhantomData;
+use std::mem::size_of;
+
+use super::device::{sealed, Alloc};
+use super::{DeviceBuffer, DeviceRead, DeviceRepr};
+use crate::context;
+use crate::driver::sys;
+use crate::error::{record, Error, Result};
+use crate::stream::Stream;
+
+/// A position in elements (x), rows (y) and slices (z), like `cudaPos` but with x counted in
+/// elements of the copy's type rather than bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Pos {
+    /// Element within the row.
+    pub x: usize,
+    /// Row within the slice.
+    pub y: usize,
+    /// Slice.
+    pub z: usize,
+}
+
+impl Pos {
+    /// A position.
+    pub const fn new(x: usize, y: usize, z: usize) -> Pos {
+        Pos { x, y, z }
+    }
+}
+
+/// An extent in elements, rows and slices, like `cudaExtent` with the width in elements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Extent {
+    /// Elements per row.
+    pub width: usize,
+    /// Rows per slice.
+    pub height: usize,
+    /// Slices.
+    pub depth: usize,
+}
+
+impl Extent {
+    /// A 3-D extent (`make_cudaExtent`, in elements).
+    pub const fn new(width: usize, height: usize, depth: usize) -> Extent {
+        Extent {
+            width,
+            height,
+            depth,
+        }
+    }
+
+    /// A 2-D extent (depth 1).
+    pub const fn d2(width: usize, height: usize) -> Extent {
+        Extent::new(width, height, 1)
+    }
+
+    /// Whether any dimension is zero.
+    pub fn is_empty(&self) -> bool {
+        self.width == 0 || self.height == 0 || self.depth == 0
+    }
+
+    /// Elements in the extent.
+    pub fn count(&self) -> Option<usize> {
+        self.width.checked_mul(self.height)?.checked_mul(self.depth)
+    }
+}
+
+/// The region of a 2-D or 3-D copy (the positions and extent of `cudaMemcpy3DParms`): plain
+/// data with `Default`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Copy3D {
+    /// Where the region starts in the source.
+    pub src_pos: Pos,
+    /// Where it starts in the destination.
+    pub dst_pos: Pos,
+    /// Its size.
+    pub extent: Extent,
+}
+
+impl Copy3D {
+    /// A region of `extent` at the origin of both sides.
+    pub fn new(extent: Extent) -> Copy3D {
+        Copy3D {
+            extent,
+            ..Copy3D::default()
+        }
+    }
+
+    /// With the source starting at `p`.
+    pub fn src_pos(mut self, p: Pos) -> Copy3D {
+        self.src_pos = p;
+        self
+    }
+
+    /// With the destination starting at `p`.
+    pub fn dst_pos(mut self, p: Pos) -> Copy3D {
+        self.dst_pos = p;
+        self
+    }
+}
+
+/// The layout of one side, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes from one row to the next.
+    pub pitch: usize,
+    /// Rows per slice.
+    pub rows: usize,
+    /// Bytes addressable from the base.
+    pub bytes: usize,
+}
+
+/// A checked region of one side, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ByteRegion {
+    /// Offset of the first byte touched.
+    pub first: usize,
+    /// One past the last byte touched (`first` when nothing is).
+    pub end: usize,
+    /// Row width in bytes.
+    pub width: usize,
+    /// Start x in bytes.
+    pub x: usize,
+}
+
+fn overflow(side: &'static str) -> Error {
+    Error::InvalidValue {
+        what: side,
+        value: "the region".into(),
+        reason: "its byte offsets overflow usize",
+    }
+}
+
+/// Checks `extent` at `pos` against a side of layout `l` holding elements of `elem` bytes.
+pub(crate) fn region(
+    l: Layout,
+    pos: Pos,
+    extent: Extent,
+    elem: usize,
+    side: &'static str,
+) -> Result<ByteRegion> {
+    let of = || overflow(side);
+    let x = pos.x.checked_mul(elem).ok_or_else(of)?;
+    let width = extent.width.checked_mul(elem).ok_or_else(of)?;
+    if extent.is_empty() {
+        return Ok(ByteRegion {
+            first: 0,
+            end: 0,
+            width,
+            x,
+        });
+    }
+    let row_end = x.checked_add(width).ok_or_else(of)?;
+    if row_end > l.pitch {
+        return Err(Error::InvalidPitch {
+            what: side,
+            x_bytes: x,
+            width_bytes: width,
+            pitch: l.pitch,
+        });
+    }
+    let last_y = pos.y.checked_add(extent.height - 1).ok_or_else(of)?;
+    if extent.depth > 1 || pos.z > 0 {
+        // Rows of a slice must stay in that slice.
+        if last_y >= l.rows {
+            return Err(Error::OutOfRange {
+                what: side,
+                start: pos.y,
+                end: last_y + 1,
+                len: l.rows,
+            });
+        }
+    }
+    let last_z = pos.z.checked_add(extent.depth - 1).ok_or_else(of)?;
+    let row_of = |z: usize, y: usize| -> Option<usize> {
+        z.checked_mul(l.rows)?.checked_add(y)?.checked_mul(l.pitch)
+    };
+    let first = row_of(pos.z, pos.y)
+        .and_then(|r| r.checked_add(x))
+        .ok_or_else(of)?;
+    let end = row_of(last_z, last_y)
+        .and_then(|r| r.checked_add(row_end))
+        .ok_or_else(of)?;
+    if end > l.bytes {
+        return Err(Error::OutOfRange {
+            what: side,
+            start: first,
+            end,
+            len: l.bytes,
+        });
+    }
+    Ok(ByteRegion {
+        first,
+        end,
+        width,
+        x,
+    })
+}
+
+/// The CPU model of a 3-D copy between two checked regions (tests use it as the reference).
+#[cfg(test)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn model_copy(
+    dst: &mut [u8],
+    dl: Layout,
+    dp: Pos,
+    src: &[u8],
+    sl: Layout,
+    sp: Pos,
+    e: Extent,
+    elem: usize,
+) {
+    for z in 0..e.depth {
+        for y in 0..e.height {
+            let so = ((sp.z + z) * sl.rows + sp.y + y) * sl.pitch + sp.x * elem;
+            let d0 = ((dp.z + z) * dl.rows + dp.y + y) * dl.pitch + dp.x * elem;
+            let w = e.width * elem;
+            dst[d0..d0 + w].copy_from_slice(&src[so..so + w]);
+        }
+    }
+}
+
+/// Where a side's memory lives.
+#[derive(Clone, Copy)]
+pub enum Base<'a> {
+    Host(*const u8),
+    Device(u64, &'a Alloc),
+}
+
+/// One side of a pitched copy (sealed).
+pub trait PitchedSide<T: DeviceRepr>: sealed_side::Sealed {}
+
+/// A side a pitched copy may write (sealed).
+pub trait PitchedSideMut<T: DeviceRepr>: PitchedSide<T> {}
+
+pub(crate) mod sealed_side {
+    pub trait Sealed {
+        fn base(&self) -> super::Base<'_>;
+        fn layout(&self) -> super::Layout;
+    }
+}
+
+/// A host slice seen as rows of `pitch` elements, `rows` rows per slice: the source side of a
+/// 2-D/3-D copy from host memory.
+#[derive(Debug, Clone, Copy)]
+pub struct HostPitched<'a, T> {
+    data: &'a [T],
+    pitch: usize,
+    rows: usize,
+}
+
+/// A mutable host slice seen as rows of `pitch` elements: the destination side of a 2-D/3-D
+/// copy to host memory.
+#[derive(Debug)]
+pub struct HostPitchedMut<'a, T> {
+    data: &'a mut [T],
+    pitch: usize,
+    rows: usize,
+}
+
+fn check_pitch(pitch: usize, rows: usize, what: &'static str) -> Result<()> {
+    if pitch == 0 || rows == 0 {
+        return Err(Error::InvalidValue {
+            what,
+            value: format!("pitch {pitch}, rows {rows}"),
+            reason: "the pitch and the rows per slice must be at least 1",
+        });
+    }
+    Ok(())
+}
+
+impl<'a, T: DeviceRepr> HostPitched<'a, T> {
+    /// `data` as rows of `pitch` elements, `rows` rows per slice.
+    pub fn new(data: &'a [T], pitch: usize, rows: usize) -> Result<HostPitched<'a, T>> {
+        record(check_pitch(pitch, rows, "HostPitched"))?;
+        Ok(HostPitched { data, pitch, rows })
+    }
+}
+
+impl<'a, T: DeviceRepr> HostPitchedMut<'a, T> {
+    /// `data` as rows of `pitch` elements, `rows` rows per slice.
+    pub fn new(data: &'a mut [T], pitch: usize, rows: usize) -> Result<HostPitchedMut<'a, T>> {
+        record(check_pitch(pitch, rows, "HostPitchedMut"))?;
+        Ok(HostPitchedMut { data, pitch, rows })
+    }
+}
+
+impl<T: DeviceRepr> sealed_side::Sealed for HostPitched<'_, T> {
+    fn base(&self) -> Base<'_> {
+        Base::Host(self.data.as_ptr().cast())
+    }
+    fn layout(&self) -> Layout {
+        Layout {
+            pitch: self.pitch * size_of::<T>(),
+            rows: self.rows,
+            bytes: std::mem::size_of_val(self.data),
+        }
+    }
+}
+impl<T: DeviceRepr> PitchedSide<T> for HostPitched<'_, T> {}
+
+impl<T: DeviceRepr> sealed_side::Sealed for HostPitchedMut<'_, T> {
+    fn base(&self) -> Base<'_> {
+        Base::Host(self.data.as_ptr().cast())
+    }
+    fn layout(&self) -> Layout {
+        Layout {
+            pitch: self.pitch * size_of::<T>(),
+            rows: self.rows,
+            bytes: std::mem::size_of_val(self.data),
+        }
+    }
+}
+impl<T: DeviceRepr> PitchedSide<T> for HostPitchedMut<'_, T> {}
+impl<T: DeviceRepr> PitchedSideMut<T> for HostPitchedMut<'_, T> {}
+
+/// Linear device memory seen with a pitch ([`DeviceBuffer::as_pitched`]).
+#[derive(Debug)]
+pub struct DevicePitched<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    alloc: &'a Alloc,
+    pitch: usize,
+    rows: usize,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+impl<T: DeviceRepr> sealed_side::Sealed for DevicePitched<'_, T> {
+    fn base(&self) -> Base<'_> {
+        Base::Device(self.ptr, self.alloc)
+    }
+    fn layout(&self) -> Layout {
+        Layout {
+            pitch: self.pitch * size_of::<T>(),
+            rows: self.rows,
+            bytes: self.len * size_of::<T>(),
+        }
+    }
+}
+impl<T: DeviceRepr> PitchedSide<T> for DevicePitched<'_, T> {}
+impl<T: DeviceRepr> PitchedSideMut<T> for DevicePitched<'_, T> {}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// The buffer seen as rows of `pitch` elements, `rows` rows per slice, as a side of a
+    /// 2-D/3-D copy (linear memory in `cudaMemcpy2D` / `cudaMemcpy3D`).
+    pub fn as_pitched(&mut self, pitch: usize, rows: usize) -> Result<DevicePitched<'_, T>> {
+        record(check_pitch(pitch, rows, "DeviceBuffer::as_pitched"))?;
+        Ok(DevicePitched {
+            ptr: DeviceRead::device_ptr(self),
+            len: DeviceRead::len(self),
+            alloc: sealed::Sealed::allocation(self),
+            pitch,
+            rows,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// A pitched 2-D or 3-D device allocation (`cudaMallocPitch` / `cudaMalloc3D`): rows of
+/// `width` elements padded to `pitch` bytes, `height` rows per slice, `depth` slices.
+#[derive(Debug)]
+pub struct PitchedBuffer<T: DeviceRepr> {
+    alloc: Alloc,
+    extent: Extent,
+    pitch: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> PitchedBuffer<T> {
+    /// Allocates `height` rows of `width` elements with the driver's pitch (`cudaMallocPitch`).
+    #[doc(alias = "cudaMallocPitch")]
+    pub fn new_2d(width: usize, height: usize) -> Result<PitchedBuffer<T>> {
+        Self::new_3d(Extent::d2(width, height))
+    }
+
+    /// Allocates a 3-D extent with the driver's pitch (`cudaMalloc3D`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when a dimension is zero or the size overflows;
+    /// `cudaErrorMemoryAllocation` when the device is out of memory.
+    #[doc(alias = "cudaMalloc3D")]
+    pub fn new_3d(extent: Extent) -> Result<PitchedBuffer<T>> {
+        record((|| {
+            let width = extent.width.checked_mul(size_of::<T>());
+            let rows = extent.height.checked_mul(extent.depth);
+            let (Some(width), Some(rows)) = (width, rows) else {
+                return Err(overflow("cudaMalloc3D extent"));
+            };
+            if extent.is_empty() {
+                return Err(Error::InvalidValue {
+                    what: "cudaMalloc3D extent",
+                    value: format!("{extent:?}"),
+                    reason: "every dimension must be at least 1",
+                });
+            }
+            let a = context::enter_current()?;
+            let elem = match size_of::<T>() {
+                s if s >= 16 => 16,
+                s if s >= 8 => 8,
+                _ => 4,
+            };
+            let (mut ptr, mut pitch) = (0u64, 0usize);
+            // SAFETY: the context is current; valid out-parameters; element size 4, 8 or 16.
+            a.check(
+                unsafe { sys::cuMemAllocPitch_v2(&mut ptr, &mut pitch, width, rows, elem) },
+                "cuMemAllocPitch",
+            )?;
+            Ok(PitchedBuffer {
+                alloc: Alloc::plain(ptr, pitch * rows, a.dev.ordinal, a.generation()),
+                extent,
+                pitch,
+                _t: PhantomData,
+            })
+        })())
+    }
+
+    /// The allocated extent.
+    pub fn extent(&self) -> Extent {
+        self.extent
+    }
+
+    /// Bytes from one row to the next (the `pitch` of `cudaPitchedPtr`).
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The device address of the first row.
+    pub fn as_raw(&self) -> u64 {
+        self.alloc.ptr
+    }
+
+    /// The device it is on.
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.alloc.device)
+    }
+
+    /// Sets every byte of `extent` at `pos` to `value` (`cudaMemset3D`; `cudaMemset2D` with
+    /// depth 1). Does not block the host.
+    #[doc(alias = "cudaMemset2D")]
+    #[doc(alias = "cudaMemset3D")]
+    pub fn memset_region(&mut self, value: u8, pos: Pos, extent: Extent) -> Result<()> {
+        record(self.memset_on(value, pos, extent, None))
+    }
+
+    /// As [`memset_region`](Self::memset_region) on `stream` (`cudaMemset3DAsync`).
+    #[doc(alias = "cudaMemset3DAsync")]
+    pub fn memset_region_async(
+        &mut self,
+        value: u8,
+        pos: Pos,
+        extent: Extent,
+        stream: &Stream,
+    ) -> Result<()> {
+        record(self.memset_on(value, pos, extent, Some(stream)))
+    }
+
+    /// Sets every byte of the whole extent (padding excluded) to `value`.
+    pub fn memset(&mut self, value: u8) -> Result<()> {
+        let e = self.extent;
+        self.memset_region(value, Pos::default(), e)
+    }
+
+    fn memset_on(
+        &mut self,
+        value: u8,
+        pos: Pos,
+        extent: Extent,
+        stream: Option<&Stream>,
+    ) -> Result<()> {
+        let l = sealed_side::Sealed::layout(self);
+        let r = region(l, pos, extent, size_of::<T>(), "cudaMemset3D")?;
+        if r.first == r.end {
+            return Ok(());
+        }
+        let (a, raw) = match stream {
+            Some(s) => {
+                self.alloc.check_stream(s, "cudaMemset3DAsync")?;
+                (s.enter()?, s.as_raw())
+            }
+            None => (
+                context::enter_handle(self.alloc.device, self.alloc.generation, "pitched buffer")?,
+                crate::stream::default_raw(),
+            ),
+        };
+        self.alloc.used_on(stream, raw, true);
+        for z in 0..extent.depth {
+            let ptr = self.alloc.ptr + (((pos.z + z) * l.rows + pos.y) * l.pitch + r.x) as u64;
+            // SAFETY: the region was checked against the allocation above: `height` rows of
+            // `width` bytes at `pitch` from `ptr` lie inside it.
+            a.check(
+                unsafe { sys::cuMemsetD2D8Async(ptr, l.pitch, value, r.width, extent.height, raw) },
+                "cuMemsetD2D8Async",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: DeviceRepr> sealed_side::Sealed for PitchedBuffer<T> {
+    fn base(&self) -> Base<'_> {
+        Base::Device(self.alloc.ptr, &self.alloc)
+    }
+    fn layout(&self) -> Layout {
+        Layout {
+            pitch: self.pitch,
+            rows: self.extent.height,
+            bytes: self.pitch * self.extent.height * self.extent.depth,
+        }
+    }
+}
+impl<T: DeviceRepr> PitchedSide<T> for PitchedBuffer<T> {}
+impl<T: DeviceRepr> PitchedSideMut<T> for PitchedBuffer<T> {}
+
+/// Copies a 2-D or 3-D region (`cudaMemcpy3D`; `cudaMemcpy2D` with depth 1; `cudaMemcpy3DPeer`
+/// when the sides are on two devices). Blocks until the copy is done when a side is host
+/// memory; device-to-device copies run in "stream 0" without blocking, as in libcudart.
+///
+/// # Errors
+/// [`Error::InvalidPitch`] when a row (x + width) does not fit in a side's pitch
+/// (`cudaErrorInvalidPitchValue`); [`Error::OutOfRange`] when the region leaves a side.
+///
+/// ```no_run
+/// use cuda_runtime::{copy_3d, Copy3D, Extent, HostPitched, HostPitchedMut, PitchedBuffer, Pos};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let (w, h) = (100, 50);
+/// let host: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+/// let mut img = PitchedBuffer::<f32>::new_2d(w, h)?;
+/// copy_3d(&mut img, &HostPitched::new(&host, w, h)?, &Copy3D::new(Extent::d2(w, h)))?;
+/// let mut back = vec![0f32; 10 * 10];
+/// let region = Copy3D::new(Extent::d2(10, 10)).src_pos(Pos::new(20, 30, 0));
+/// copy_3d(&mut HostPitchedMut::new(&mut back, 10, 10)?, &img, &region)?;
+/// assert_eq!(back[0], (30 * w + 20) as f32);
+/// # Ok(()) }
+/// ```
+#[doc(alias = "cudaMemcpy2D")]
+#[doc(alias = "cudaMemcpy3D")]
+#[doc(alias = "cudaMemcpy3DPeer")]
+pub fn copy_3d<T: DeviceRepr>(
+    dst: &mut (impl PitchedSideMut<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    region: &Copy3D,
+) -> Result<()> {
+    record(copy_impl::<T>(&*dst, src, region, None))
+}
+
+/// As [`copy_3d`] in stream order on `stream` (`cudaMemcpy3DAsync`, `cudaMemcpy2DAsync`,
+/// `cudaMemcpy3DPeerAsync`). When a side is host memory it returns once the copy is done (the
+/// host memory is borrowed only for the call); device-to-device copies do not block.
+#[doc(alias = "cudaMemcpy2DAsync")]
+#[doc(alias = "cudaMemcpy3DAsync")]
+#[doc(alias = "cudaMemcpy3DPeerAsync")]
+pub fn copy_3d_async<T: DeviceRepr>(
+    dst: &mut (impl PitchedSideMut<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    region: &Copy3D,
+    stream: &Stream,
+) -> Result<()> {
+    record(copy_impl::<T>(&*dst, src, region, Some(stream)))
+}
+
+fn copy_impl<T: DeviceRepr>(
+    dst: &(impl PitchedSide<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    p: &Copy3D,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    let elem = size_of::<T>();
+    let (sl, dl) = (src.layout(), dst.layout());
+    let sr = region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
+    let dr = region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;
+    if sr.first == sr.end {
+        return Ok(());
+    }
+    let (sb, db) = (src.base(), dst.base());
+    // The device whose context runs the copy: the destination's, else the source's, else the
+    // current one (host to host).
+    let home = match (db, sb) {
+        (Base::Device(_, a), _) | (_, Base::Device(_, a)) => Some(a),
+        _ => None,
+    };
+    let (a, raw) = match (stream, home) {
+        (Some(s), Some(h)) => {
+            h.check_stream(s, "cudaMemcpy3DAsync")?;
+            (s.enter()?, s.as_raw())
+        }
+        (Some(s), None) => (s.enter()?, s.as_raw()),
+        (None, Some(h)) => (
+            context::enter_handle(h.device, h.generation, "device memory")?,
+            crate::stream::default_raw(),
+        ),
+        (None, None) => (context::enter_current()?, crate::stream::default_raw()),
+    };
+    let mut host_side = false;
+    let mut peer = None;
+    let fill = |b: Base<'_>, l: Layout, pos: Pos, r: &ByteRegion, host_side: &mut bool| {
+        let mut m = (
+            sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            std::ptr::null::<std::ffi::c_void>(),
+            0u64,
+        );
+        match b {
+            Base::Host(ptr) => {
+                *host_side = true;
+                m.1 = ptr.cast();
+            }
+            Base::Device(ptr, _) => {
+                m.0 = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                m.2 = ptr;
+            }
+        }
+        (m, l, pos, r.x)
+    };
+    let ((st, shost, sdev), sl, sp, sx) = fill(sb, sl, p.src_pos, &sr, &mut host_side);
+    let ((dt, dhost, ddev), dl, dp, dx) = fill(db, dl, p.dst_pos, &dr, &mut host_side);
+    if let (Base::Device(_, s), Base::Device(_, d)) = (sb, db) {
+        if s.device != d.device {
+            peer = Some((s, d));
+        } else if s.generation != d.generation {
+            return Err(Error::ContextDestroyed {
+                what: "the copy's source",
+                device: s.device,
+            });
+        }
+        d.used_on(stream, raw, true);
+        s.used_on(stream, raw, false);
+    }
+    let desc = sys::CUDA_MEMCPY3D_PEER {
+        srcXInBytes: sx,
+        srcY: sp.y,
+        srcZ: sp.z,
+        srcLOD: 0,
+        srcMemoryType: st,
+        srcHost: shost,
+        srcDevice: sdev,
+        srcArray: std::ptr::null_mut(),
+        srcContext: std::ptr::null_mut(),
+        srcPitch: sl.pitch,
+        srcHeight: sl.rows,
+        dstXInBytes: dx,
+        dstY: dp.y,
+        dstZ: dp.z,
+        dstLOD: 0,
+        dstMemoryType: dt,
+        dstHost: dhost.cast_mut(),
+        dstDevice: ddev,
+        dstArray: std::ptr::null_mut(),
+        dstContext: std::ptr::null_mut(),
+        dstPitch: dl.pitch,
+        dstHeight: dl.rows,
+        WidthInBytes: sr.width,
+        Height: p.extent.height,
+        Depth: p.extent.depth,
+    };
+    if let Some((s, d)) = peer {
+        let sa = context::enter_handle(s.device, s.generation, "the copy's source")?;
+        let sctx = sa.ctx_raw();
+        drop(sa);
+        let da = context::enter_handle(d.device, d.generation, "the copy's destination")?;
+        let mut desc = desc;
+        desc.srcContext = sctx;
+        desc.dstContext = da.ctx_raw();
+        s.note_device(d.device);
+        // SAFETY: both regions were checked against their allocations; both contexts are live
+        // and the stream belongs to the destination's, which is current.
+        return da.check(
+            unsafe { sys::cuMemcpy3DPeerAsync(&desc, raw) },
+            "cuMemcpy3DPeerAsync",
+        );
+    }
+    let d3 = sys::CUDA_MEMCPY3D {
+        srcXInBytes: desc.srcXInBytes,
+        srcY: desc.srcY,
+        srcZ: desc.srcZ,
+        srcLOD: 0,
+        srcMemoryType: desc.srcMemoryType,
+        srcHost: desc.srcHost,
+        srcDevice: desc.srcDevice,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: desc.srcPitch,
+        srcHeight: desc.srcHeight,
+        dstXInBytes: desc.dstXInBytes,
+        dstY: desc.dstY,
+        dstZ: desc.dstZ,
+        dstLOD: 0,
+        dstMemoryType: desc.dstMemoryType,
+        dstHost: desc.dstHost,
+        dstDevice: desc.dstDevice,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: desc.dstPitch,
+        dstHeight: desc.dstHeight,
+        WidthInBytes: desc.WidthInBytes,
+        Height: desc.Height,
+        Depth: desc.Depth,
+    };
+    // SAFETY: both regions were checked against their sides (host slices borrowed for the
+    // call, device memory live in this context); the host side, if any, is waited for below
+    // before its borrow ends.
+    a.check(
+        unsafe { sys::cuMemcpy3DAsync_v2(&d3, raw) },
+        "cuMemcpy3DAsync",
+    )?;
+    if host_side {
+        // SAFETY: live stream of the current context.
+        a.check(
+            unsafe { sys::cuStreamSynchronize(raw) },
+            "cuStreamSynchronize",
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte offset the region touches, by brute force.
+    fn touched(l: Layout, p: Pos, e: Extent, elem: usize) -> Vec<usize> {
+        let mut v = Vec::new();
+        for z in 0..e.depth {
+            for y in 0..e.height {
+                for b in 0..e.width * elem {
+                    v.push(((p.z + z) * l.rows + p.y + y) * l.pitch + p.x * elem + b);
+                }
+            }
+        }
+        v
+    }
+
+    fn random_case(r: &mut fastrand::Rng) -> (Layout, Pos, Extent, usize) {
+        let elem = [1, 2, 4, 8, 16][r.usize(0..5)];
+        let pitch = r.usize(1..200);
+        let rows = r.usize(1..20);
+        let slices = r.usize(1..6);
+        let bytes = pitch * rows * slices - r.usize(0..pitch.min(50));
+        let p = Pos::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
+        let e = Extent::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
+        (Layout { pitch, rows, bytes }, p, e, elem)
+    }
+
+    #[test]
+    fn regions_agree_with_brute_force() {
+        let mut r = fastrand::Rng::with_seed(0x5eed);
+        let (mut ok, mut bad) = (0, 0);
+        for _ in 0..20_000 {
+            let (l, p, e, elem) = random_case(&mut r);
+            let t = touched(l, p, e, elem);
+            let row_fits = (p.x + e.width) * elem <= l.pitch;
+            let slice_fits = (e.depth <= 1 && p.z == 0) || p.y + e.height <= l.rows;
+            let in_bounds = t.iter().all(|&b| b < l.bytes);
+            let valid = e.is_empty() || (row_fits && slice_fits && in_bounds);
+            match region(l, p, e, elem, "x") {
+                Ok(br) => {
+                    assert!(valid, "accepted {l:?} {p:?} {e:?} {elem}");
+                    if !t.is_empty() {
+                        assert_eq!(br.first, *t.iter().min().unwrap());
+                        assert_eq!(br.end, t.iter().max().unwrap() + 1);
+                    }
+                    ok += 1;
+                }
+                Err(err) => {
+                    assert!(!valid, "refused valid {l:?} {p:?} {e:?} {elem}: {err}");
+                    if !row_fits {
+                        assert!(matches!(err, Error::InvalidPitch { .. }), "{err}");
+                        assert_eq!(err.code(), crate::ErrorCode::InvalidPitchValue);
+                    }
+                    bad += 1;
+                }
+            }
+        }
+        assert!(ok > 1000 && bad > 1000, "ok {ok}, bad {bad}");
+    }
+
+    #[test]
+    fn huge_values_are_errors_not_panics() {
+        let l = Layout {
+            pitch: 64,
+            rows: 4,
+            bytes: 1024,
+        };
+        for (p, e) in [
+            (Pos::new(usize::MAX, 0, 0), Extent::new(1, 1, 1)),
+            (Pos::new(0, usize::MAX, 0), Extent::new(1, 2, 1)),
+            (Pos::new(0, 0, usize::MAX), Extent::new(1, 1, 2)),
+            (Pos::new(0, 0, 0), Extent::new(usize::MAX, 1, 1)),
+            (Pos::new(0, 0, 0), Extent::new(1, usize::MAX, usize::MAX)),
+        ] {
+            assert!(region(l, p, e, 8, "x").is_err(), "{p:?} {e:?}");
+        }
+        let full = Layout {
+            pitch: usize::MAX / 2,
+            rows: 3,
+            bytes: usize::MAX,
+        };
+        assert!(region(full, Pos::new(0, 2, 1), Extent::new(1, 1, 1), 1, "x").is_err());
+    }
+
+    #[test]
+    fn model_copy_moves_exactly_the_region() {
+        let mut r = fastrand::Rng::with_seed(42);
+        let mut done = 0;
+        while done < 500 {
+            let (sl, sp, e, elem) = random_case(&mut r);
+            let (dl, dp, _, _) = random_case(&mut r);
+            if e.is_empty()
+                || region(sl, sp, e, elem, "s").is_err()
+                || region(dl, dp, e, elem, "d").is_err()
+            {
+                continue;
+            }
+            let src: Vec<u8> = (0..sl.bytes).map(|_| r.u8(..)).collect();
+            let mut dst = vec![0xEEu8; dl.bytes];
+            model_copy(&mut dst, dl, dp, &src, sl, sp, e, elem);
+            let (ts, td) = (touched(sl, sp, e, elem), touched(dl, dp, e, elem));
+            for (s, d) in ts.iter().zip(&td) {
+                assert_eq!(dst[*d], src[*s]);
+            }
+            let inside: std::collections::HashSet<usize> = td.into_iter().collect();
+            for (i, &b) in dst.iter().enumerate() {
+                if !inside.contains(&i) {
+                    assert_eq!(b, 0xEE, "byte {i} outside the region changed");
+                }
+            }
+            done += 1;
+        }
+    }
+
+    #[test]
+    fn exact_fits_and_one_over() {
+        let l = Layout {
+            pitch: 16,
+            rows: 2,
+            bytes: 64,
+        };
+        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 2, 2), 4, "x").is_ok());
+        let e = region(l, Pos::new(1, 0, 0), Extent::new(4, 1, 1), 4, "x").unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidPitch {
+                what: "x",
+                x_bytes: 4,
+                width_bytes: 16,
+                pitch: 16
+            }
+        );
+        // 2-D: more rows than a "slice" is fine while the bytes fit.
+        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 4, 1), 4, "x").is_ok());
+        assert!(region(l, Pos::new(0, 1, 0), Extent::new(4, 2, 2), 4, "x").is_err());
+        assert_eq!(
+            region(l, Pos::new(3, 9, 9), Extent::new(0, 5, 5), 4, "x")
+                .unwrap()
+                .end,
+            0
+        );
+    }
+}
