@@ -520,6 +520,23 @@ impl<T: DeviceRepr> sealed_side::Sealed for PitchedBuffer<T> {
 impl<T: DeviceRepr> PitchedSide<T> for PitchedBuffer<T> {}
 impl<T: DeviceRepr> PitchedSideMut<T> for PitchedBuffer<T> {}
 
+// Kernels see the whole allocation, padding included, as `pitch * rows / size_of::<T>()`
+// elements; they index rows with `pitch() / size_of::<T>()`.
+impl<T: DeviceRepr> sealed::Sealed for PitchedBuffer<T> {
+    fn allocation(&self) -> &Alloc {
+        &self.alloc
+    }
+}
+impl<T: DeviceRepr> DeviceRead<T> for PitchedBuffer<T> {
+    fn device_ptr(&self) -> u64 {
+        self.alloc.ptr
+    }
+    fn len(&self) -> usize {
+        self.alloc.bytes / size_of::<T>().max(1)
+    }
+}
+impl<T: DeviceRepr> super::DeviceWrite<T> for PitchedBuffer<T> {}
+
 /// Copies a 2-D or 3-D region (`cudaMemcpy3D`; `cudaMemcpy2D` with depth 1; `cudaMemcpy3DPeer`
 /// when the sides are on two devices). Blocks until the copy is done when a side is host
 /// memory; device-to-device copies run in "stream 0" without blocking, as in libcudart.
