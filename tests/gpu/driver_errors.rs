@@ -10,7 +10,18 @@ crate::tests![
     bad_ptx_reports_the_jit_log,
     unknown_names_are_symbol_not_found,
     unsupported_limit,
+    ipc_handle_opened_in_its_own_process,
 ];
+
+fn ipc_handle_opened_in_its_own_process() {
+    let b = cuda_runtime::DeviceBuffer::<u32>::zeroed(64).unwrap();
+    let h = b.ipc_handle().unwrap();
+    // The driver refuses to open a handle in the process that made it
+    // (CUDA_ERROR_INVALID_CONTEXT, the runtime's cudaErrorDeviceUninitialized).
+    let e = cuda_runtime::DeviceBuffer::<u32>::open_ipc(&h, 64).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::DeviceUninitialized, "{e}");
+    assert_eq!(e.driver_code(), Some(201));
+}
 
 fn event_errors_follow_the_runtime() {
     let s = Stream::new().unwrap();
