@@ -3,7 +3,62 @@
 use crate::common::{assert_same, random_u32, rng};
 use cuda_runtime::{Device, DeviceBuffer, ErrorCode, Event, Stream, StreamFlags};
 
-crate::tests![; two_gpus: peer_access_rules_and_copies, cross_device_event_wait];
+crate::tests![; two_gpus: peer_access_rules_and_copies, cross_device_event_wait, peer_3d_copies];
+
+fn peer_3d_copies() {
+    use cuda_runtime::{
+        copy_3d, copy_3d_async, Copy3D, Extent, HostPitched, HostPitchedMut, PitchedBuffer, Pos,
+    };
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let mut r = rng();
+    let full = Extent::new(300, 20, 4);
+    let host = random_u32(&mut r, full.count().unwrap());
+    d0.set_current().unwrap();
+    let mut a = PitchedBuffer::<u32>::new_3d(full).unwrap();
+    copy_3d(
+        &mut a,
+        &HostPitched::new(&host, 300, 20).unwrap(),
+        &Copy3D::new(full),
+    )
+    .unwrap();
+    d1.set_current().unwrap();
+    let mut b = PitchedBuffer::<u32>::new_3d(full).unwrap();
+    b.memset(0).unwrap();
+    let e = Extent::new(100, 10, 2);
+    let (sp, dp) = (Pos::new(7, 3, 1), Pos::new(50, 9, 2));
+    // Synchronous 3-D peer copy, device 0 -> device 1.
+    copy_3d(&mut b, &a, &Copy3D::new(e).src_pos(sp).dst_pos(dp)).unwrap();
+    // And on a stream of device 1, device 1 -> device 0.
+    let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    d0.set_current().unwrap();
+    let mut c = PitchedBuffer::<u32>::new_3d(full).unwrap();
+    c.memset(0xFF).unwrap();
+    d1.set_current().unwrap();
+    copy_3d_async(&mut c, &b, &Copy3D::new(full), &s1).unwrap_err();
+    let s0 = {
+        d0.set_current().unwrap();
+        Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap()
+    };
+    copy_3d_async(&mut c, &b, &Copy3D::new(full), &s0).unwrap();
+    s0.synchronize().unwrap();
+    let mut got = vec![1u32; host.len()];
+    copy_3d(
+        &mut HostPitchedMut::new(&mut got, 300, 20).unwrap(),
+        &c,
+        &Copy3D::new(full),
+    )
+    .unwrap();
+    let mut want = vec![0u32; host.len()];
+    for z in 0..e.depth {
+        for y in 0..e.height {
+            for x in 0..e.width {
+                want[((dp.z + z) * 20 + dp.y + y) * 300 + dp.x + x] =
+                    host[((sp.z + z) * 20 + sp.y + y) * 300 + sp.x + x];
+            }
+        }
+    }
+    assert_same("3-D peer copies", &got, &want);
+}
 
 fn peer_access_rules_and_copies() {
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
