@@ -35,9 +35,10 @@ fn peer_3d_copies() {
     c.memset(0xFF).unwrap();
     d1.set_current().unwrap();
     copy_3d_async(&mut c, &b, &Copy3D::new(full), &s1).unwrap_err();
+    // Blocking, so that it orders after the memset of `c` on the legacy stream.
     let s0 = {
         d0.set_current().unwrap();
-        Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap()
+        Stream::new().unwrap()
     };
     copy_3d_async(&mut c, &b, &Copy3D::new(full), &s0).unwrap();
     s0.synchronize().unwrap();
