@@ -742,7 +742,8 @@ fn view<T: DeviceRepr>(
 macro_rules! read_ops {
     () => {
         /// Copies the device memory into `dst` (`cudaMemcpy`, device to host). Blocks until the
-        /// data is in `dst`.
+        /// data is in `dst`. Pageable destinations of 1 MiB or more are filled from the crate's
+        /// staging ring by a few host threads while the copy engine fills the next buffer.
         ///
         /// # Errors
         /// [`Error::LengthMismatch`] when the lengths differ.
@@ -820,8 +821,12 @@ macro_rules! read_ops {
 
 macro_rules! write_ops {
     () => {
-        /// Copies `src` into the device memory (`cudaMemcpy`, host to device). Returns when
-        /// `src` is no longer needed.
+        /// Copies `src` into the device memory (`cudaMemcpy`, host to device). Blocks until the
+        /// copy is done.
+        ///
+        /// Pageable memory of 1 MiB or more is staged through the crate's ring of page-locked
+        /// buffers, filled by a few host threads while the copy engine moves the previous chunk
+        /// (several times libcudart's speed); page-locked memory is copied directly.
         ///
         /// # Errors
         /// [`Error::LengthMismatch`] when the lengths differ.

@@ -1,4 +1,5 @@
-//! Memory: device buffers and views, copies and memsets.
+//! Memory: device buffers and views, copies and memsets; page-locked, registered, mapped and
+//! managed memory; pitched and 3-D memory; pools; peers; pointer attributes; IPC.
 //!
 //! # Safety model
 //!
@@ -15,6 +16,23 @@
 //! * copies between the host and plain Rust slices return only once the host memory is no longer
 //!   needed by the device: pageable memory follows the runtime's rules (staged or completed
 //!   before return), and when a slice turns out to be page-locked the call waits for its stream;
+//! * page-locked ([`PinnedBuffer`]), registered ([`HostRegistration`]) and managed
+//!   ([`ManagedBuffer`]) memory remember each stream whose work (an asynchronous copy, a kernel
+//!   on mapped or managed memory, a prefetch) uses them. The CPU reaches them only through
+//!   `as_slice` / `as_mut_slice`, which first wait for that work (writers for a read, all of it
+//!   for a write); dropping them waits for all of it. Registration of memory the program owns
+//!   is scoped ([`HostRegistration::with`]): the scope waits and unregisters before the borrow
+//!   of the slice ends, even on panic, which a guard object could not promise (it may be
+//!   forgotten);
+//! * memory a device's context owns on the host (write-combined page-locked memory from
+//!   `cuMemHostAlloc`, managed memory) dies with a reset, so a reset is refused while a CPU view
+//!   of such memory lives ([`Error::ResetWhileBorrowed`](crate::Error::ResetWhileBorrowed)), and
+//!   CPU access after a reset is an error. Page-locked memory without write-combining is a Rust
+//!   allocation registered with the driver: it outlives a reset;
+//! * memory used by a peer copy remembers the other device, and its drop waits for that device
+//!   too;
+//! * pageable copies are staged through the crate's own page-locked ring (see the
+//!   `copy_from_host` docs): the caller's slice is read or written only during the call;
 //! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`](crate::Error::ContextDestroyed); its
 //!   memory died with the context and is not freed twice.
 
