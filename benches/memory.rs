@@ -133,7 +133,7 @@ impl Figure {
     }
     fn batch(self) -> u64 {
         match self {
-            Figure::AllocAsync => 1000,
+            Figure::AllocAsync => 2000,
             Figure::Alloc => 50,
             _ => 2,
         }
@@ -397,13 +397,13 @@ fn main() {
         }
     }
 
-    let reps = 11;
-    println!("\nSummary: medians of {reps} interleaved batches (copies: GB/s; allocation: us)");
+    println!("\nSummary: medians of interleaved batches, 11 per copy and 41 per allocation figure (copies: GB/s; allocation: us)");
     println!(
         "{:<36} {:>12} {:>12} {:>12} {:>10} {:>12}",
         "figure", "cuda-runtime", "driver", "libcudart", "vs driver", "vs libcudart"
     );
     for fig in Figure::ALL {
+        let reps = if fig.is_copy() { 11 } else { 41 };
         let [ours, raw, rt] = setup.medians_us(fig, reps);
         let show = |v: Option<f64>| match v {
             Some(us) if fig.is_copy() => format!("{:.2}", BIG as f64 / (us * 1e3)),
