@@ -388,6 +388,49 @@ pub(crate) fn host_side(alloc: &Alloc) -> &HostSide {
         .expect("allocations of host-reachable types always have a host side")
 }
 
+/// The device address of mapped memory for work of device `device` (`cudaHostGetDevicePointer`
+/// with `device` current). `flag` names the flag that makes memory mapped, for the error.
+fn mapped_ptr_on(alloc: &Alloc, device: i32, flag: &'static str) -> Result<u64> {
+    let h = host_side(alloc);
+    if !h.mapped {
+        return Err(Error::InvalidValue {
+            what: "cudaHostGetDevicePointer",
+            value: format!("{:p}", h.host_ptr.0),
+            reason: flag,
+        });
+    }
+    if device == alloc.device {
+        return Ok(alloc.ptr);
+    }
+    if !h.any_device {
+        // As the driver: memory not mapped in the current context is an invalid value.
+        return Err(Error::InvalidValue {
+            what: "cudaHostGetDevicePointer",
+            value: format!("{:p} for device {device}", h.host_ptr.0),
+            reason: "the memory is mapped only on the device it was allocated or registered \
+                     on; ask for PORTABLE to map it on every device",
+        });
+    }
+    if !context::is_live(alloc.device, alloc.generation) {
+        return Err(Error::ContextDestroyed {
+            what: "mapped memory",
+            device: alloc.device,
+        });
+    }
+    let a = context::enter(device)?;
+    let mut dptr = 0u64;
+    // SAFETY: portable mapped page-locked memory is mapped in every context; valid
+    // out-parameter; `device`'s context is current.
+    a.check(
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, h.host_ptr.0.cast(), 0) },
+        "cuMemHostGetDevicePointer",
+    )?;
+    Ok(dptr)
+}
+
+const PINNED_NOT_MAPPED: &str = "the memory was not allocated with HostAllocFlags::MAPPED";
+const REGISTERED_NOT_MAPPED: &str = "the memory was not registered with HostRegisterFlags::MAPPED";
+
 /// Page-locked, registered or managed memory that asynchronous copies may use without staging:
 /// [`PinnedBuffer`], [`HostRegistration`], [`ManagedBuffer`](crate::ManagedBuffer).
 ///
@@ -600,14 +643,40 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// [`Error::InvalidValue`] when the memory is not mapped.
     #[doc(alias = "cudaHostGetDevicePointer")]
     pub fn device_ptr(&self) -> Result<u64> {
-        if !host_side(&self.alloc).mapped {
-            return record(Err(Error::InvalidValue {
-                what: "cudaHostGetDevicePointer",
-                value: format!("{:p}", self.as_host_ptr()),
-                reason: "the memory was not allocated with HostAllocFlags::MAPPED",
-            }));
-        }
-        Ok(self.alloc.ptr)
+        record(mapped_ptr_on(
+            &self.alloc,
+            self.alloc.device,
+            PINNED_NOT_MAPPED,
+        ))
+    }
+
+    /// The device address kernels of `device` use for the memory (`cudaHostGetDevicePointer`
+    /// with `device` current). Memory allocated with `MAPPED | PORTABLE` is mapped on every
+    /// device (at its host address, under unified addressing); memory without `PORTABLE` only
+    /// on the device it was allocated on.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the memory is not mapped, or for another device when it is
+    /// not portable.
+    ///
+    /// # Example
+    /// ```no_run
+    /// use cuda_runtime::{Device, HostAllocFlags, PinnedBuffer};
+    /// let flags = HostAllocFlags::MAPPED | HostAllocFlags::PORTABLE;
+    /// let buf = PinnedBuffer::<f32>::with_flags(1024, flags)?;
+    /// for d in 0..cuda_runtime::device_count()? {
+    ///     let ptr = buf.device_ptr_on(Device::new(d)?)?;
+    ///     println!("device {d} sees the buffer at {ptr:#x}");
+    /// }
+    /// # Ok::<(), cuda_runtime::Error>(())
+    /// ```
+    #[doc(alias = "cudaHostGetDevicePointer")]
+    pub fn device_ptr_on(&self, device: crate::Device) -> Result<u64> {
+        record(mapped_ptr_on(
+            &self.alloc,
+            device.ordinal(),
+            PINNED_NOT_MAPPED,
+        ))
     }
 
     /// The contents, once no queued device work writes them. Blocks until then.
@@ -777,14 +846,23 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     /// The device address kernels use for mapped memory (`cudaHostGetDevicePointer`).
     #[doc(alias = "cudaHostGetDevicePointer")]
     pub fn device_ptr(&self) -> Result<u64> {
-        if !host_side(self.alloc).mapped {
-            return record(Err(Error::InvalidValue {
-                what: "cudaHostGetDevicePointer",
-                value: format!("{:p}", host_side(self.alloc).host_ptr.0),
-                reason: "the memory was not registered with HostRegisterFlags::MAPPED",
-            }));
-        }
-        Ok(self.alloc.ptr)
+        record(mapped_ptr_on(
+            self.alloc,
+            self.alloc.device,
+            REGISTERED_NOT_MAPPED,
+        ))
+    }
+
+    /// The device address kernels of `device` use for the memory (`cudaHostGetDevicePointer`
+    /// with `device` current): see [`PinnedBuffer::device_ptr_on`]; here `PORTABLE` and
+    /// `MAPPED` are [`HostRegisterFlags`].
+    #[doc(alias = "cudaHostGetDevicePointer")]
+    pub fn device_ptr_on(&self, device: crate::Device) -> Result<u64> {
+        record(mapped_ptr_on(
+            self.alloc,
+            device.ordinal(),
+            REGISTERED_NOT_MAPPED,
+        ))
     }
 
     /// The contents, once no queued device work writes them.

@@ -118,6 +118,8 @@ fn zero_copy_kernel_on_mapped_memory() {
     let mut mc = PinnedBuffer::<f32>::with_flags(n, HostAllocFlags::MAPPED).unwrap();
     mc.as_mut_slice().unwrap().fill(f32::NAN);
     assert!(mc.device_ptr().is_ok());
+    let here = cuda_runtime::Device::current().unwrap();
+    assert_eq!(ma.device_ptr_on(here).unwrap(), ma.device_ptr().unwrap());
     let s = Stream::new().unwrap();
     kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &ma, &mb, &mut mc).unwrap();
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();

@@ -3,7 +3,61 @@
 use crate::common::{assert_same, random_u32, rng};
 use cuda_runtime::{Device, DeviceBuffer, ErrorCode, Event, Stream, StreamFlags};
 
-crate::tests![; two_gpus: peer_access_rules_and_copies, cross_device_event_wait, peer_3d_copies];
+crate::tests![; two_gpus:
+    peer_access_rules_and_copies,
+    cross_device_event_wait,
+    peer_3d_copies,
+    portable_mapped_memory_on_the_other_device,
+];
+
+/// Mapped memory allocated on device 0 with `PORTABLE`, read and written by a kernel of
+/// device 1 through the address `device_ptr_on(1)` gives; without `PORTABLE` it is refused.
+fn portable_mapped_memory_on_the_other_device() {
+    use crate::common::random_f32;
+    use cuda_runtime::{kernels, HostAllocFlags, LaunchConfig, PinnedBuffer};
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let mut r = rng();
+    let n = 70_001;
+    let (a, b) = (random_f32(&mut r, n), random_f32(&mut r, n));
+    d0.set_current().unwrap();
+    let flags = HostAllocFlags::MAPPED | HostAllocFlags::PORTABLE;
+    let ma = PinnedBuffer::from_slice(&a).unwrap();
+    let mut mb = PinnedBuffer::<f32>::with_flags(n, flags).unwrap();
+    mb.as_mut_slice().unwrap().copy_from_slice(&b);
+    let mut mc = PinnedBuffer::<f32>::with_flags(n, flags).unwrap();
+    mc.as_mut_slice().unwrap().fill(f32::NAN);
+    let lone = PinnedBuffer::<f32>::with_flags(n, HostAllocFlags::MAPPED).unwrap();
+    let p1 = mc.device_ptr_on(d1).unwrap();
+    assert_eq!(
+        p1,
+        mc.as_host_ptr() as u64,
+        "portable mapped memory under UVA"
+    );
+    let e = lone.device_ptr_on(d1).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert!(lone.device_ptr_on(d0).is_ok());
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    // `ma` is page-locked but not mapped: the kernel reads a device copy of it.
+    let mut da = DeviceBuffer::<f32>::new(n).unwrap();
+    da.copy_from_pinned_async(&ma, &s1).unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256);
+    kernels::vector_add::vadd(&s1, &cfg, &da, &mb, &mut mc).unwrap();
+    // The non-portable buffer is refused for device 1's stream before the launch.
+    let mut out = DeviceBuffer::<f32>::new(n).unwrap();
+    let e = kernels::vector_add::vadd(&s1, &cfg, &da, &lone, &mut out).unwrap_err();
+    assert!(
+        matches!(e, cuda_runtime::Error::DeviceMismatch { .. }),
+        "{e}"
+    );
+    // CPU access waits for device 1's kernel.
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_same(
+        "vadd on device 1 over device 0's mapped memory",
+        &mc.as_slice().unwrap(),
+        &want,
+    );
+}
 
 fn peer_3d_copies() {
     use cuda_runtime::{
