@@ -145,6 +145,12 @@ impl Active {
         self.guard.generation
     }
 
+    /// The device ordinal and context generation whose work is queued through this entry.
+    #[inline]
+    pub(crate) fn id(&self) -> (i32, u64) {
+        (self.dev.ordinal, self.guard.generation)
+    }
+
     /// Checks a driver result of a call made in this context; a sticky error is kept on the
     /// device.
     #[inline]
@@ -398,11 +404,47 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
     Ok(a)
 }
 
-/// A CPU borrow of host memory that a context owns (`cuMemHostAlloc`, `cuMemAllocManaged`):
-/// while one lives, [`DeviceState::reset`] refuses to run, since it would free the memory under
-/// the borrow.
+/// A context kept alive (not reset) without being made current: for calls that name a second
+/// context, such as peer copies.
+pub(crate) struct Pinned {
+    guard: RwLockReadGuard<'static, CtxState>,
+}
+
+impl Pinned {
+    /// The raw context handle.
+    pub(crate) fn ctx_raw(&self) -> sys::CUcontext {
+        self.guard.ctx.0
+    }
+}
+
+/// Keeps the context generation `generation` of device `ordinal` from being reset while the
+/// result lives; [`Error::ContextDestroyed`] when it is gone already.
+pub(crate) fn pin(ordinal: i32, generation: u64, what: &'static str) -> Result<Pinned> {
+    let dev = device_state(ordinal)?;
+    let guard = dev.ctx.read_recursive();
+    if guard.generation != generation || guard.ctx.is_null() {
+        return Err(Error::ContextDestroyed {
+            what,
+            device: ordinal,
+        });
+    }
+    Ok(Pinned { guard })
+}
+
+/// A borrow of host memory that depends on a context: a CPU view of memory the context owns
+/// (`cuMemHostAlloc`, `cuMemAllocManaged`), or work of another device queued on memory the
+/// context allocated or registered. While one lives, [`DeviceState::reset`] refuses to run,
+/// since it would free or unmap the memory under the borrow.
 pub(crate) struct HostBorrow {
     dev: &'static DeviceState,
+}
+
+impl std::fmt::Debug for HostBorrow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBorrow")
+            .field("device", &self.dev.ordinal)
+            .finish()
+    }
 }
 
 impl HostBorrow {

@@ -212,10 +212,12 @@ pub enum Error {
         /// The pitch in bytes.
         pitch: usize,
     },
-    /// A device reset refused because the CPU still borrows host memory that the device's
-    /// context owns (write-combined page-locked or managed memory), which the reset would free
-    /// under the borrow (`cudaErrorNotPermitted`).
-    #[error("device {device} cannot be reset while {borrows} borrow(s) of its page-locked or managed host memory are alive")]
+    /// A device reset refused because host memory that depends on the device's context is
+    /// still in use: the CPU borrows memory the context owns (write-combined page-locked or
+    /// managed memory), or work of another device may still use memory the context allocated
+    /// or registered (until that memory's `synchronize` or drop waits for it). The reset would
+    /// free or unmap the memory under the borrow (`cudaErrorNotPermitted`).
+    #[error("device {device} cannot be reset while {borrows} borrow(s) of its page-locked or managed host memory are alive (CPU views, or work of other devices not yet waited for with the buffer's synchronize)")]
     ResetWhileBorrowed {
         /// The device.
         device: i32,
@@ -234,6 +236,13 @@ pub enum Error {
         requested: usize,
         /// Bytes free.
         free: usize,
+    },
+    /// A call that cannot run inside a host function (`cudaLaunchHostFunc`), where CUDA calls
+    /// are forbidden (`cudaErrorNotPermitted`).
+    #[error("{call} cannot run inside a host function (cudaLaunchHostFunc): CUDA calls are forbidden there")]
+    InHostFunction {
+        /// The call.
+        call: &'static str,
     },
     /// A closure given to `launch_host_fn` panicked.
     #[error("host function panicked: {message}")]
@@ -297,7 +306,9 @@ impl Error {
             Error::CooperativeLaunchTooLarge { .. } => ErrorCode::CooperativeLaunchTooLarge,
             Error::HostFnPanicked { .. } => ErrorCode::Unknown,
             Error::InvalidPitch { .. } => ErrorCode::InvalidPitchValue,
-            Error::ResetWhileBorrowed { .. } => ErrorCode::NotPermitted,
+            Error::ResetWhileBorrowed { .. } | Error::InHostFunction { .. } => {
+                ErrorCode::NotPermitted
+            }
             Error::ManagedTooLarge { .. } => ErrorCode::MemoryAllocation,
         }
     }

@@ -5,7 +5,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::host::{HostSide, PageLocked};
+use super::host::{host_side, HostSide, PageLocked};
 use super::staging;
 use super::DeviceRepr;
 use crate::context::{self, Active};
@@ -91,18 +91,24 @@ impl Alloc {
         }
     }
 
-    /// Notes that work queued on `stream` (`None`: the device's default stream, raw handle
-    /// `raw`) uses the memory, writing to it when `write`.
+    /// Notes that work queued on `stream` (`None`: the default stream, raw handle `raw`) in
+    /// the context `by` (device ordinal, generation) uses the memory, writing to it when
+    /// `write`.
     #[inline]
-    pub(crate) fn used_on(&self, stream: Option<&Stream>, raw: sys::CUstream, write: bool) {
+    pub(crate) fn used_on(
+        &self,
+        stream: Option<&Stream>,
+        by: (i32, u64),
+        raw: sys::CUstream,
+        write: bool,
+    ) {
         if let Some(h) = &self.host {
-            h.note(stream, self.device, self.generation, write);
+            h.note(stream, by.0, by.1, write);
             return;
         }
         let home = self.home.as_ref().map(|s| s.as_raw());
         if home != Some(raw) {
-            let d = stream.map_or(self.device, |s| s.inner.device);
-            let bit = 1u64 << d.clamp(0, 63);
+            let bit = 1u64 << by.0.clamp(0, 63);
             if self.foreign.load(Ordering::Relaxed) & bit == 0 {
                 self.foreign.fetch_or(bit, Ordering::Relaxed);
             }
@@ -266,7 +272,12 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
     fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize)> {
         let a = self.allocation();
         a.check_stream(stream, "kernel launch")?;
-        a.used_on(Some(stream), stream.as_raw(), false);
+        a.used_on(
+            Some(stream),
+            (stream.inner.device, stream.inner.generation),
+            stream.as_raw(),
+            false,
+        );
         Ok((self.device_ptr(), self.len()))
     }
 }
@@ -282,7 +293,12 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
         if let Some(h) = &a.host {
             h.check_writable("kernel launch")?;
         }
-        a.used_on(Some(stream), stream.as_raw(), true);
+        a.used_on(
+            Some(stream),
+            (stream.inner.device, stream.inner.generation),
+            stream.as_raw(),
+            true,
+        );
         Ok((self.device_ptr(), self.len()))
     }
 }
@@ -394,14 +410,23 @@ impl<'s> On<'s> {
                 let a = s.enter()?;
                 Ok((a, s.as_raw()))
             }
-            On::Default => Ok((alloc.enter_any()?, stream::default_raw())),
+            On::Default => {
+                let a = alloc.enter_any()?;
+                if let Some(h) = &alloc.host {
+                    let (dev, generation) = a.id();
+                    h.admit(alloc, dev, generation, true, call)?;
+                }
+                Ok((a, stream::default_raw()))
+            }
         }
     }
 }
 
-/// Whether host memory at `ptr..ptr+bytes` is page-locked (so the DMA engine may use it after a
-/// call returns).
-fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
+/// Whether memory at `ptr..ptr+bytes`, given as a host slice, is known to the driver:
+/// page-locked, or managed memory seen through a CPU view. The DMA engine may use such memory
+/// after an asynchronous call returns, so the call waits before the borrow ends; it is never
+/// staged.
+pub(crate) fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
     let probe = |p: *const u8| {
         let mut ty = 0u32;
         let mut attr = [sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE];
@@ -417,7 +442,8 @@ fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
                 p as sys::CUdeviceptr,
             )
         };
-        crate::driver::rc(r) == 0 && ty == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+        // 0: ordinary pageable memory; HOST: page-locked; DEVICE or UNIFIED: managed memory.
+        crate::driver::rc(r) == 0 && ty != 0
     };
     bytes > 0 && (probe(ptr) || probe(ptr.wrapping_add(bytes - 1)))
 }
@@ -443,7 +469,7 @@ fn copy_htod<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true);
     let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
     if bytes >= staging::DIRECT_BELOW && !locked {
         if let Some(r) = staging::htod(&a, raw, dst.device_ptr(), bytemuck::cast_slice(src)) {
@@ -496,7 +522,7 @@ fn copy_dtoh<T: DeviceRepr>(
     }
     let alloc = src.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), raw, false);
+    alloc.used_on(on.stream(), a.id(), raw, false);
     if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
         let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
         if let Some(r) = staging::dtoh(&a, raw, out, src.device_ptr()) {
@@ -536,18 +562,20 @@ fn copy_pinned<T: DeviceRepr>(
     let bytes = dev.len() * size_of::<T>();
     let (d, h) = (dev.allocation(), host.allocation());
     d.check_stream(stream, call)?;
+    let hs = host_side(h);
     if !to_device {
-        if let Some(hs) = &h.host {
-            hs.check_writable(call)?;
-        }
+        hs.check_writable(call)?;
     }
+    // Page-locked memory need not be mapped for copies; it must still be alive in the stream's
+    // context (and kept from a reset of its own device while another device copies it).
+    hs.admit(h, stream.inner.device, stream.inner.generation, false, call)?;
     if bytes == 0 {
         return Ok(());
     }
     let a = stream.enter()?;
     let raw = stream.as_raw();
-    d.used_on(Some(stream), raw, to_device);
-    h.used_on(Some(stream), raw, !to_device);
+    d.used_on(Some(stream), a.id(), raw, to_device);
+    h.used_on(Some(stream), a.id(), raw, !to_device);
     let hp = host.host_ptr();
     if to_device {
         // SAFETY: `dev` is live device memory of `bytes` bytes; `host` is page-locked memory of
@@ -588,24 +616,43 @@ fn copy_dtod<T: DeviceRepr>(
     }
     let (d, s) = (dst.allocation(), src.allocation());
     let (a, raw) = on.enter(d, call)?;
-    d.used_on(on.stream(), raw, true);
-    s.used_on(on.stream(), raw, false);
-    let peer = s.device != d.device && s.host.is_none() && d.host.is_none();
-    if !peer && s.host.is_none() && s.generation != d.generation && s.device == d.device {
-        return Err(Error::ContextDestroyed {
-            what: "the source buffer",
-            device: s.device,
-        });
-    }
+    let (run_dev, run_gen) = a.id();
+    // The source must be usable in the context that runs the copy, or be another device's
+    // memory copied to this device's (a peer copy).
+    let peer = match &s.host {
+        Some(h) => {
+            h.admit(s, run_dev, run_gen, true, call)?;
+            false
+        }
+        None if s.device == run_dev => {
+            if s.generation != run_gen {
+                return Err(Error::ContextDestroyed {
+                    what: "the source buffer",
+                    device: s.device,
+                });
+            }
+            false
+        }
+        None if d.host.is_none() => true,
+        None => {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the source buffer (a copy into host-mapped memory runs on the source's \
+                       device)",
+                found: s.device,
+                expected: run_dev,
+            })
+        }
+    };
+    d.used_on(on.stream(), (run_dev, run_gen), raw, true);
+    s.used_on(on.stream(), (run_dev, run_gen), raw, false);
     if peer {
-        s.note_device(d.device);
+        s.note_device(run_dev);
         // A copy between two devices' memory (`cudaMemcpyPeer`): runs in the destination's
-        // stream; the source remembers the destination's device, whose work its drop waits for.
-        let src_ctx = context::enter_handle(s.device, s.generation, "the source buffer")?;
-        let src_raw = src_ctx.ctx_raw();
-        drop(src_ctx);
-        let a = on.enter(d, call)?.0;
-        // SAFETY: both ranges are live device memory of `bytes` bytes in their (live)
+        // stream; the source remembers the destination's device, whose work its drop waits
+        // for. Its context is kept from a reset until the copy is queued.
+        let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
+        // SAFETY: both ranges are live device memory of `bytes` bytes in their (live, pinned)
         // contexts; the stream belongs to the destination's context, which is current.
         return a.check(
             unsafe {
@@ -613,7 +660,7 @@ fn copy_dtod<T: DeviceRepr>(
                     dst.device_ptr(),
                     a.ctx_raw(),
                     src.device_ptr(),
-                    src_raw,
+                    src_ctx.ctx_raw(),
                     bytes,
                     raw,
                 )
@@ -693,7 +740,7 @@ fn memset_pattern<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true);
     memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
 }
 
@@ -708,7 +755,7 @@ fn fill<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true);
     let bytes = bytemuck::bytes_of(&value);
     let size = bytes.len();
     // The widest word that divides the element and its address; one strided memset per word.

@@ -77,29 +77,46 @@ struct Use {
 }
 
 impl Use {
-    fn same_queue(&self, stream: Option<&Stream>, device: i32) -> bool {
+    fn same_queue(&self, stream: Option<&Stream>, device: i32, generation: u64) -> bool {
         match (&self.stream, stream) {
-            (Some(a), Some(b)) => a.as_raw() == b.as_raw() && a.inner.device == b.inner.device,
-            (None, None) => self.device == device,
+            // A stream of a reset context can share its raw handle with a new one: compare the
+            // generation too.
+            (Some(a), Some(b)) => {
+                a.as_raw() == b.as_raw()
+                    && a.inner.device == b.inner.device
+                    && a.inner.generation == b.inner.generation
+            }
+            (None, None) => self.device == device && self.generation == generation,
             _ => false,
         }
     }
 
     /// Waits for the work queued so far. Work of a context that was reset since is gone.
-    fn wait(self) -> Result<()> {
-        let r = match &self.stream {
-            Some(s) => s.synchronize(),
-            None => match context::enter_live(self.device, self.generation)? {
-                // SAFETY: the context is current.
-                Some(a) => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
-                None => Ok(()),
-            },
+    /// Internal: records no "last error" and leaves a host function's panic to its stream.
+    fn wait(&self) -> Result<()> {
+        let a = match context::enter_live(self.device, self.generation)? {
+            Some(a) => a,
+            None => return Ok(()),
         };
-        match r {
-            Err(Error::ContextDestroyed { .. }) => Ok(()),
-            r => r,
+        match &self.stream {
+            // SAFETY: the stream is live in the current context (same generation, entered).
+            Some(s) => a.check(
+                unsafe { sys::cuStreamSynchronize(s.as_raw()) },
+                "cuStreamSynchronize",
+            ),
+            // SAFETY: the context is current.
+            None => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
         }
     }
+}
+
+/// The queued work that may use host-reachable memory.
+#[derive(Debug, Default)]
+struct Pending {
+    uses: Vec<Use>,
+    /// Keeps the owning device from being reset while work of another device may use the
+    /// memory (a reset would free or unmap it under that work); released once no use is left.
+    hold: Option<HostBorrow>,
 }
 
 /// The host side of an allocation the CPU can reach.
@@ -115,7 +132,10 @@ pub(crate) struct HostSide {
     pub(crate) any_device: bool,
     /// Whether the device may write it (not a read-only registration).
     pub(crate) writable: bool,
-    pending: Mutex<Vec<Use>>,
+    pending: Mutex<Pending>,
+    /// Held for a whole wait, so that a second CPU access cannot pass while the first one is
+    /// still waiting for the uses it took off the list.
+    waiting: Mutex<()>,
 }
 
 impl HostSide {
@@ -132,7 +152,8 @@ impl HostSide {
             mapped,
             any_device,
             writable,
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(Pending::default()),
+            waiting: Mutex::new(()),
         }
     }
 
@@ -141,42 +162,116 @@ impl HostSide {
         matches!(self.kind, HostKind::HostAlloc | HostKind::Managed)
     }
 
+    /// Notes that work queued on `stream` (`None`: the default stream of device `device`, in
+    /// context generation `generation`) uses the memory, writing it when `write`.
     pub(crate) fn note(&self, stream: Option<&Stream>, device: i32, generation: u64, write: bool) {
+        let (device, generation) = stream.map_or((device, generation), |s| {
+            (s.inner.device, s.inner.generation)
+        });
         let mut p = self.pending.lock();
-        if let Some(u) = p.iter_mut().find(|u| u.same_queue(stream, device)) {
+        if let Some(u) = p
+            .uses
+            .iter_mut()
+            .find(|u| u.same_queue(stream, device, generation))
+        {
             u.write |= write;
             return;
         }
-        p.push(Use {
+        p.uses.push(Use {
             stream: stream.cloned(),
             device,
-            generation: stream.map_or(generation, |s| s.inner.generation),
+            generation,
             write,
         });
     }
 
     /// Waits for queued work that conflicts with a CPU access: writers for a read, all for a
-    /// write.
+    /// write. Uses whose wait failed stay queued, so a later access fails again rather than
+    /// passing unchecked.
     pub(crate) fn wait(&self, for_write: bool) -> Result<()> {
+        let _one_at_a_time = self.waiting.lock();
         let list: Vec<Use> = {
             let mut p = self.pending.lock();
             if for_write {
-                std::mem::take(&mut *p)
+                std::mem::take(&mut p.uses)
             } else {
-                let (w, r): (Vec<Use>, Vec<Use>) = p.drain(..).partition(|u| u.write);
-                *p = r;
+                let (w, r): (Vec<Use>, Vec<Use>) = p.uses.drain(..).partition(|u| u.write);
+                p.uses = r;
                 w
             }
         };
         let mut first = Ok(());
+        let mut failed = Vec::new();
         for u in list {
             if let Err(e) = u.wait() {
                 if first.is_ok() {
                     first = Err(e);
                 }
+                failed.push(u);
             }
         }
+        let released = {
+            let mut p = self.pending.lock();
+            p.uses.extend(failed);
+            if p.uses.is_empty() {
+                p.hold.take()
+            } else {
+                None
+            }
+        };
+        drop(released);
         first
+    }
+
+    /// Checks that work queued in the context of `device` (generation `generation`) may use
+    /// the memory: `need_mapped` for kernels and device-to-device copies (which use its device
+    /// address), not for copies to and from it. Work of another device than the owner's keeps
+    /// the owner from being reset until it is waited for.
+    pub(crate) fn admit(
+        &self,
+        alloc: &Alloc,
+        device: i32,
+        generation: u64,
+        need_mapped: bool,
+        call: &'static str,
+    ) -> Result<()> {
+        if need_mapped && !self.mapped {
+            return Err(Error::InvalidValue {
+                what: call,
+                value: format!("host memory at {:p}", self.host_ptr.0),
+                reason: "page-locked memory is only usable by device work when it is mapped \
+                         (HostAllocFlags::MAPPED / HostRegisterFlags::MAPPED)",
+            });
+        }
+        if matches!(self.kind, HostKind::Empty) {
+            return Ok(());
+        }
+        if device == alloc.device {
+            if generation != alloc.generation {
+                return Err(Error::ContextDestroyed {
+                    what: "host memory or stream",
+                    device: alloc.device,
+                });
+            }
+            return Ok(());
+        }
+        if need_mapped && !self.any_device {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the mapped memory (not portable)",
+                found: alloc.device,
+                expected: device,
+            });
+        }
+        let mut p = self.pending.lock();
+        if p.hold.is_none() {
+            p.hold = Some(HostBorrow::take(
+                alloc.device,
+                alloc.generation,
+                "host memory used by another device",
+            )?);
+        }
+        Ok(())
     }
 
     pub(crate) fn check_writable(&self, call: &'static str) -> Result<()> {
@@ -197,38 +292,13 @@ impl HostSide {
         stream: &Stream,
         call: &'static str,
     ) -> Result<()> {
-        if !self.mapped {
-            return Err(Error::InvalidValue {
-                what: call,
-                value: format!("host memory at {:p}", self.host_ptr.0),
-                reason: "page-locked memory is only usable by device work when it is mapped \
-                         (HostAllocFlags::MAPPED / HostRegisterFlags::MAPPED)",
-            });
-        }
-        if stream.inner.device != alloc.device {
-            if !self.any_device {
-                return Err(Error::DeviceMismatch {
-                    call,
-                    what: "the mapped memory",
-                    found: alloc.device,
-                    expected: stream.inner.device,
-                });
-            }
-            if !context::is_live(alloc.device, alloc.generation) {
-                return Err(Error::ContextDestroyed {
-                    what: "mapped memory",
-                    device: alloc.device,
-                });
-            }
-            return Ok(());
-        }
-        if stream.inner.generation != alloc.generation {
-            return Err(Error::ContextDestroyed {
-                what: "mapped memory or stream",
-                device: alloc.device,
-            });
-        }
-        Ok(())
+        self.admit(
+            alloc,
+            stream.inner.device,
+            stream.inner.generation,
+            true,
+            call,
+        )
     }
 
     /// Makes the memory available to the CPU: keeps a reset from freeing it for the borrow,
@@ -428,6 +498,19 @@ fn mapped_ptr_on(alloc: &Alloc, device: i32, flag: &'static str) -> Result<u64> 
     Ok(dptr)
 }
 
+/// The error for memory the driver gave at an address not aligned for `T` (only types aligned
+/// beyond a page can meet it).
+pub(crate) fn misaligned<T>(call: &'static str, addr: u64) -> Error {
+    Error::InvalidValue {
+        what: call,
+        value: format!(
+            "{addr:#x} for a type aligned to {} bytes",
+            std::mem::align_of::<T>()
+        ),
+        reason: "the driver's allocation is not aligned for the element type",
+    }
+}
+
 const PINNED_NOT_MAPPED: &str = "the memory was not allocated with HostAllocFlags::MAPPED";
 const REGISTERED_NOT_MAPPED: &str = "the memory was not registered with HostRegisterFlags::MAPPED";
 
@@ -546,6 +629,11 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
                 unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.bits()) },
                 "cuMemHostAlloc",
             )?;
+            if p as usize % std::mem::align_of::<T>() != 0 {
+                // SAFETY: allocated just above, never shared.
+                let _ = a.check(unsafe { sys::cuMemFreeHost(p) }, "cuMemFreeHost");
+                return Err(misaligned::<T>("cudaHostAlloc", p as u64));
+            }
             // SAFETY: `p` points to `bytes` writable bytes; zeroing makes every `T` valid.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
             (p.cast::<u8>(), HostKind::HostAlloc)
@@ -785,6 +873,12 @@ fn scope<T: DeviceRepr, R>(
         HostRegisterFlags::all().bits(),
         "cudaHostRegister",
     )?;
+    if context::in_host_fn() {
+        // The scope could neither wait for the work it queued nor unregister at its end.
+        return Err(Error::InHostFunction {
+            call: "cudaHostRegister",
+        });
+    }
     let bytes = len * size_of::<T>();
     let a = context::enter_current()?;
     let (device, generation) = (a.dev.ordinal, a.generation());

@@ -8,7 +8,7 @@ use super::host::{host_traits, slice, slice_mut, HostKind, HostSide, HostSlice, 
 use super::{DeviceRead, DeviceRepr, DeviceWrite, PageLocked};
 use crate::context;
 use crate::driver::sys;
-use crate::error::{record, Error, Result};
+use crate::error::{record, Error, ErrorCode, Result};
 use crate::stream::Stream;
 use crate::Device;
 
@@ -124,7 +124,10 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     /// (`cudaMallocManaged`). Blocks the host until the memory is zeroed.
     ///
     /// # Errors
-    /// [`Error::ManagedTooLarge`] when the size exceeds the device's free memory.
+    /// [`Error::ManagedTooLarge`] when the size exceeds the device's free memory;
+    /// `cudaErrorNotSupported` on a device without concurrent managed access (Windows, WSL,
+    /// GPUs before Pascal), where the CPU faults on managed memory while any kernel of the
+    /// device runs, so safe CPU views of it cannot be given.
     pub fn with_attach(len: usize, attach: MemAttach) -> Result<ManagedBuffer<T>> {
         record(Self::alloc(len, attach))
     }
@@ -158,6 +161,19 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 _t: PhantomData,
             });
         }
+        // Without concurrent managed access (Windows, WSL, older GPUs) the CPU faults on
+        // managed memory while any kernel of the device runs, which a safe view cannot rule out.
+        let concurrent = a
+            .dev
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)?;
+        if concurrent == 0 {
+            return Err(Error::Cuda {
+                code: ErrorCode::NotSupported,
+                driver: None,
+                call: "cudaMallocManaged (the device lacks concurrent managed access, without \
+                       which CPU views of managed memory cannot be made safe)",
+            });
+        }
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: the context is current; valid out-parameters.
         a.check(
@@ -189,6 +205,10 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             generation,
             HostSide::new(HostKind::Managed, host, true, true, true),
         );
+        if ptr % std::mem::align_of::<T>() as u64 != 0 {
+            drop(alloc);
+            return Err(super::host::misaligned::<T>("cudaMallocManaged", ptr));
+        }
         // SAFETY: `ptr` is `bytes` bytes of managed memory, reachable from the CPU; zeroing
         // makes every `T` valid. No device work uses it yet.
         unsafe { std::ptr::write_bytes(host, 0, bytes) };
@@ -254,7 +274,8 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             }
             self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
             let a = stream.enter()?;
-            self.alloc.used_on(Some(stream), stream.as_raw(), false);
+            self.alloc
+                .used_on(Some(stream), a.id(), stream.as_raw(), false);
             // SAFETY: live managed allocation of `bytes` bytes; live stream.
             a.check(
                 unsafe {

@@ -35,8 +35,20 @@ struct Ring {
     generation: u64,
     bufs: Vec<Raw<u8>>,
     events: Vec<Raw<sys::CUevent_st>>,
-    /// Whether each slot's event was recorded since the ring was made.
-    recorded: [bool; SLOTS],
+    /// What is known of each slot's last DMA.
+    state: [Slot; SLOTS],
+}
+
+/// What is known of the DMA that last used a staging buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// None is queued.
+    Idle,
+    /// Its event was recorded after it.
+    Recorded,
+    /// A DMA was queued but recording its event failed: only a context synchronisation tells
+    /// that it is done.
+    Unknown,
 }
 
 /// One ring per device, made on first use and kept for the process (a reset remakes it).
@@ -53,8 +65,17 @@ impl Ring {
             generation: a.generation(),
             bufs: Vec::with_capacity(SLOTS),
             events: Vec::with_capacity(SLOTS),
-            recorded: [false; SLOTS],
+            state: [Slot::Idle; SLOTS],
         };
+        if let Err(e) = ring.fill(a) {
+            ring.discard(a);
+            return Err(e);
+        }
+        Ok(ring)
+    }
+
+    /// Allocates, registers and pairs with events the ring's buffers.
+    fn fill(&mut self, a: &Active) -> Result<()> {
         for _ in 0..SLOTS {
             // SAFETY: non-zero size.
             let p = unsafe { std::alloc::alloc(layout()) };
@@ -65,8 +86,9 @@ impl Ring {
                     call: "staging buffer",
                 });
             }
-            // SAFETY: `p` is `CHUNK` bytes owned by the ring until `Drop`, which unregisters
-            // before freeing.
+            // SAFETY: `p` is `CHUNK` bytes owned by the ring, which lives for the process or
+            // until a reset remakes it (`free_after_reset`) or it is `discard`ed, after its
+            // registration is gone.
             let r = a.check(
                 unsafe { sys::cuMemHostRegister_v2(p.cast(), CHUNK, 0) },
                 "cuMemHostRegister",
@@ -76,7 +98,7 @@ impl Ring {
                 unsafe { std::alloc::dealloc(p, layout()) };
                 return Err(e);
             }
-            ring.bufs.push(Raw(p));
+            self.bufs.push(Raw(p));
             let mut ev: sys::CUevent = std::ptr::null_mut();
             // SAFETY: the context is current; valid out-parameter.
             a.check(
@@ -85,22 +107,47 @@ impl Ring {
                 },
                 "cuEventCreate",
             )?;
-            ring.events.push(Raw(ev));
+            self.events.push(Raw(ev));
         }
-        Ok(ring)
+        Ok(())
+    }
+
+    /// Undoes a partly made ring (no DMA has used it).
+    fn discard(&mut self, a: &Active) {
+        for p in self.bufs.drain(..) {
+            // SAFETY: registered above in this context, unused; errors leave nothing to undo.
+            let _ = a.check(
+                unsafe { sys::cuMemHostUnregister(p.get().cast()) },
+                "cuMemHostUnregister",
+            );
+            // SAFETY: allocated with `layout()`, no longer registered or used.
+            unsafe { std::alloc::dealloc(p.get(), layout()) };
+        }
+        for e in self.events.drain(..) {
+            // SAFETY: made above in this context, never recorded.
+            let _ = a.check(unsafe { sys::cuEventDestroy_v2(e.get()) }, "cuEventDestroy");
+        }
     }
 
     /// Waits until the DMA that last used `slot` is done.
     fn wait(&mut self, a: &Active, slot: usize) -> Result<()> {
-        if self.recorded[slot] {
+        match self.state[slot] {
+            Slot::Idle => {}
             // SAFETY: live event of the current context.
-            a.check(
+            Slot::Recorded => a.check(
                 unsafe { sys::cuEventSynchronize(self.events[slot].get()) },
                 "cuEventSynchronize",
-            )?;
-            self.recorded[slot] = false;
+            )?,
+            // SAFETY: the context is current.
+            Slot::Unknown => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?,
         }
+        self.state[slot] = Slot::Idle;
         Ok(())
+    }
+
+    /// Marks `slot` as used by a DMA about to be queued (before the copy call).
+    fn queued(&mut self, slot: usize) {
+        self.state[slot] = Slot::Unknown;
     }
 
     fn record(&mut self, a: &Active, slot: usize, raw: sys::CUstream) -> Result<()> {
@@ -109,7 +156,7 @@ impl Ring {
             unsafe { sys::cuEventRecord(self.events[slot].get(), raw) },
             "cuEventRecord",
         )?;
-        self.recorded[slot] = true;
+        self.state[slot] = Slot::Recorded;
         Ok(())
     }
 
@@ -205,6 +252,7 @@ pub(crate) fn htod(a: &Active, raw: sys::CUstream, dst: u64, src: &[u8]) -> Opti
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
             let slot = i % SLOTS;
             ring.wait(a, slot)?;
+            ring.queued(slot);
             // SAFETY: the slot's DMA is finished and the ring is held exclusively.
             let buf = unsafe { ring.buf(slot) };
             par_copy(pool, &mut buf[..chunk.len()], chunk);
@@ -243,6 +291,7 @@ pub(crate) fn dtoh(a: &Active, raw: sys::CUstream, dst: &mut [u8], src: u64) -> 
         let issue = |ring: &mut Ring, i: usize| -> Result<()> {
             let slot = i % SLOTS;
             ring.wait(a, slot)?;
+            ring.queued(slot);
             // SAFETY: the slot's earlier DMA is finished; the ring is held exclusively.
             let buf = unsafe { ring.buf(slot) };
             // SAFETY: `src + i * CHUNK .. + len` lies in the source the caller checked; the

@@ -12,6 +12,8 @@ use cuda_runtime::{
 crate::tests![
     pinned_async_round_trip_all_flags,
     pinned_cpu_access_waits_for_the_kernel,
+    concurrent_cpu_views_all_wait_for_the_writer,
+    registration_inside_a_host_function_is_refused,
     zero_copy_kernel_on_mapped_memory,
     registration_round_trip_and_read_only_rules,
     staged_pageable_copies_match_for_any_length_and_alignment,
@@ -101,6 +103,67 @@ fn pinned_cpu_access_waits_for_the_kernel() {
     let e = kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32), &mut plain)
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+}
+
+/// Two threads read mapped memory a slow kernel still has to write: each view waits for the
+/// kernel, also the one that finds the other thread already waiting.
+fn concurrent_cpu_views_all_wait_for_the_writer() {
+    let mut r = rng();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let src = random_f32(&mut r, 1000);
+    let dsrc = DeviceBuffer::from_slice(&src).unwrap();
+    let want: f32 = src.iter().sum();
+    for _ in 0..3 {
+        let mut out = PinnedBuffer::<f32>::with_flags(1, HostAllocFlags::MAPPED).unwrap();
+        out.as_mut_slice().unwrap()[0] = f32::NAN;
+        kernels::spin::spin_read_sum(
+            &s,
+            &LaunchConfig::new(1u32, 1u32),
+            &dsrc,
+            &mut out,
+            50_000_000,
+        )
+        .unwrap();
+        let start = std::sync::Barrier::new(4);
+        let got: Vec<f32> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    sc.spawn(|| {
+                        start.wait();
+                        out.as_slice().unwrap()[0]
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for g in got {
+            assert!(
+                (g - want).abs() <= 1e-3 * want.abs().max(1.0),
+                "a thread read {g} before the kernel wrote {want}"
+            );
+        }
+    }
+}
+
+/// `cudaHostRegister` inside a host function is refused: the scope could neither wait for its
+/// work nor unregister there.
+fn registration_inside_a_host_function_is_refused() {
+    let s = Stream::new().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    s.launch_host_fn(move || {
+        let mut v = vec![7u32; 4096];
+        let r = HostRegistration::with(&mut v, HostRegisterFlags::empty(), |reg| reg.len());
+        tx.send(r.map_err(|e| (e.code(), e.to_string()))).unwrap();
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    let (code, text) = rx.recv().unwrap().unwrap_err();
+    assert_eq!(code, ErrorCode::NotPermitted, "{text}");
+    assert!(text.contains("host function"), "{text}");
+    // Outside a host function the same registration works.
+    let mut v = vec![7u32; 4096];
+    let n = HostRegistration::with(&mut v, HostRegisterFlags::empty(), |reg| reg.len()).unwrap();
+    assert_eq!(n, 4096);
 }
 
 fn zero_copy_kernel_on_mapped_memory() {
@@ -540,6 +603,11 @@ fn reset_refused_while_context_owned_memory_is_borrowed() {
     let e = managed.as_slice().unwrap_err();
     assert_eq!(e.code(), ErrorCode::ContextIsDestroyed, "{e}");
     assert_same("pinned after reset", &pinned.as_slice().unwrap(), &data);
+    // Its page locking died with the context: asynchronous copies refuse it.
+    let s = Stream::new().unwrap();
+    let mut d = DeviceBuffer::<u32>::new(data.len()).unwrap();
+    let e = d.copy_from_pinned_async(&pinned, &s).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ContextIsDestroyed, "{e}");
     drop(managed);
     drop(pinned);
     // Staged copies work in the fresh context (the staging ring is remade).

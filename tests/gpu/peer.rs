@@ -8,7 +8,61 @@ crate::tests![; two_gpus:
     cross_device_event_wait,
     peer_3d_copies,
     portable_mapped_memory_on_the_other_device,
+    host_memory_of_one_device_used_by_the_other,
 ];
+
+/// Managed and mapped memory of device 0 used by work of device 1: dropping it waits for that
+/// work, and device 0 cannot be reset (freeing or unmapping it) until the work is waited for.
+fn host_memory_of_one_device_used_by_the_other() {
+    use cuda_runtime::{Error, HostAllocFlags, ManagedBuffer, PinnedBuffer};
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let mut r = rng();
+    let n = 16 << 20;
+    let data = random_u32(&mut r, n);
+    d0.set_current().unwrap();
+    let managed = ManagedBuffer::from_slice(&data).unwrap();
+    d1.set_current().unwrap();
+    let mut on1 = DeviceBuffer::<u32>::new(n).unwrap();
+    // A default-stream copy on device 1 (asynchronous for the host), then the source dropped
+    // at once: the drop waits for device 1's work before freeing.
+    on1.copy_from_device(&managed).unwrap();
+    drop(managed);
+    assert_eq!(
+        on1.to_vec().unwrap(),
+        data,
+        "copy out of managed memory of device 0"
+    );
+
+    d0.set_current().unwrap();
+    let flags = HostAllocFlags::MAPPED | HostAllocFlags::PORTABLE | HostAllocFlags::WRITE_COMBINED;
+    let mut wc = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
+    wc.as_mut_slice().unwrap().copy_from_slice(&data);
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    let mut back = DeviceBuffer::<u32>::new(n).unwrap();
+    back.copy_from_device_async(&wc, &s1).unwrap();
+    let e = d0.reset().unwrap_err();
+    assert!(
+        matches!(e, Error::ResetWhileBorrowed { device: 0, .. }),
+        "{e}"
+    );
+    assert_eq!(e.code(), ErrorCode::NotPermitted);
+    wc.synchronize().unwrap();
+    assert_eq!(
+        back.to_vec().unwrap(),
+        data,
+        "copy out of device 0's mapped memory"
+    );
+    // Waited for: the reset may run now (and frees the write-combined memory).
+    d0.reset().unwrap();
+    drop(wc);
+    d1.set_current().unwrap();
+    assert_eq!(
+        back.to_vec().unwrap(),
+        data,
+        "device 1 unaffected by device 0's reset"
+    );
+}
 
 /// Mapped memory allocated on device 0 with `PORTABLE`, read and written by a kernel of
 /// device 1 through the address `device_ptr_on(1)` gives; without `PORTABLE` it is refused.
