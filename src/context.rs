@@ -40,6 +40,9 @@ pub(crate) struct DeviceState {
     pub(crate) launch_limits: OnceLock<crate::launch::LaunchLimits>,
     /// Live CPU borrows of host memory owned by the context (see [`HostBorrow`]).
     host_borrows: AtomicUsize,
+    /// Devices (bit per ordinal, bit 63 for 63 and above) whose streams were given peer copies
+    /// reading this device's memory: a reset waits for them first.
+    peer_readers: AtomicU64,
 }
 
 struct Runtime {
@@ -79,6 +82,7 @@ fn runtime() -> Result<&'static Runtime> {
                     deferred: Mutex::new(Vec::new()),
                     launch_limits: OnceLock::new(),
                     host_borrows: AtomicUsize::new(0),
+                    peer_readers: AtomicU64::new(0),
                 });
             }
             Ok(Runtime {
@@ -276,6 +280,11 @@ impl DeviceState {
     /// the crate's retain of it and clears the sticky error. Waits for calls in flight on the
     /// device to finish first.
     pub(crate) fn reset(&'static self) -> Result<()> {
+        // One reset at a time: while this one holds its device's write lock and waits for the
+        // peer devices below, no other device's write lock is held, so entering them cannot
+        // deadlock.
+        static ONE_RESET: Mutex<()> = Mutex::new(());
+        let _one = ONE_RESET.lock();
         let mut st = self.ctx.write();
         // Borrows are only taken under the shared lock, so none can start while we hold it.
         let borrows = self.host_borrows.load(Ordering::Acquire);
@@ -284,6 +293,16 @@ impl DeviceState {
                 device: self.ordinal,
                 borrows,
             });
+        }
+        // Peer copies queued on other devices may still read this device's memory, which the
+        // reset frees: wait for those devices. No new one can be queued (the source context is
+        // pinned while a peer copy is queued, and the write lock excludes that).
+        let readers = self.peer_readers.swap(0, Ordering::AcqRel);
+        if readers != 0 {
+            if let Err(e) = wait_devices(readers, self.ordinal) {
+                self.peer_readers.fetch_or(readers, Ordering::AcqRel);
+                return Err(e);
+            }
         }
         // SAFETY: no call of the crate is using the context (the write lock excludes them);
         // handles made in it are invalidated below through the generation.
@@ -331,6 +350,48 @@ pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>
         THREAD.with(|t| t.bound.set(generation));
     }
     Ok(Some(Active { dev, guard }))
+}
+
+/// Enters device `ordinal` if its context is active, without creating one. `Ok(None)`: none is.
+pub(crate) fn enter_if_active(ordinal: i32) -> Result<Option<Active>> {
+    let dev = device_state(ordinal)?;
+    let generation = dev.ctx.read_recursive().generation;
+    if generation == 0 {
+        return Ok(None);
+    }
+    enter_live(ordinal, generation)
+}
+
+/// Synchronises every active device in `mask` (bit per ordinal; bit 63: every device from 63
+/// on) but `own`. Returns the first error; waits for all of them regardless.
+pub(crate) fn wait_devices(mask: u64, own: i32) -> Result<()> {
+    let count = device_count().unwrap_or(0);
+    let mut first = Ok(());
+    for d in 0..count {
+        if d == own || mask & (1u64 << d.min(63)) == 0 {
+            continue;
+        }
+        let r = enter_if_active(d).and_then(|a| match a {
+            // SAFETY: the context is current.
+            Some(a) => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
+            None => Ok(()),
+        });
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// Notes that a stream of device `reader` was given a peer copy reading memory of device
+/// `source`, so that a reset of `source` waits for `reader` first.
+pub(crate) fn note_peer_reader(source: i32, reader: i32) {
+    if let Ok(dev) = device_state(source) {
+        let bit = 1u64 << reader.clamp(0, 63);
+        if dev.peer_readers.load(Ordering::Relaxed) & bit == 0 {
+            dev.peer_readers.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
 }
 
 thread_local! {

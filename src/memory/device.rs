@@ -13,21 +13,11 @@ use crate::driver::{sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::stream::{self, Stream};
 
-/// Synchronises every device in `mask` (bit 63: every device from 63 on) but `own`, recording
-/// failures as deferred errors of the memory's device.
+/// Synchronises every device in `mask` but `own`, recording a failure as a deferred error of
+/// the memory's device.
 fn wait_devices(mask: u64, own: i32) {
-    let count = context::device_count().unwrap_or(0);
-    for d in 0..count {
-        if d == own || mask & (1u64 << d.min(63)) == 0 {
-            continue;
-        }
-        let r = context::enter(d).and_then(|a| {
-            // SAFETY: the context is current.
-            a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
-        });
-        if let (Err(e), Ok(dev)) = (r, context::device_state(own)) {
-            dev.defer("waiting for peer work before freeing device memory", e);
-        }
+    if let (Err(e), Ok(dev)) = (context::wait_devices(mask, own), context::device_state(own)) {
+        dev.defer("waiting for peer work before freeing device memory", e);
     }
 }
 
@@ -171,42 +161,42 @@ impl Drop for Alloc {
             return;
         }
         let (ptr, home, mask) = (self.ptr, self.home.take(), *self.foreign.get_mut());
-        let own = 1u64 << self.device.clamp(0, 63);
-        let foreign = mask & own != 0;
+        let (device, generation, ipc) = (self.device, self.generation, self.ipc);
+        let own = 1u64 << device.clamp(0, 63);
+        let peers = mask & !own;
         let panicking = std::thread::panicking();
-        if mask & !own != 0 && !panicking && !context::in_host_fn() {
-            // Work of other devices (peer copies) used the memory: wait for it first.
-            wait_devices(mask & !own, self.device);
-        }
-        let ipc = self.ipc;
-        context::release(
-            self.device,
-            self.generation,
-            "freeing device memory",
-            move |a| {
-                if foreign {
-                    if panicking {
-                        // No GPU waits while unwinding: leak rather than free under running work.
-                        return Err(Error::InvalidValue {
-                            what: "device allocation",
-                            value: format!("{ptr:#x}"),
-                            reason: "leaked: dropped during a panic while device work may use it",
-                        });
-                    }
+        let free = move || {
+            if peers != 0 && !panicking {
+                // Work of other devices (peer copies) used the memory: wait for it first.
+                wait_devices(peers, device);
+            }
+            context::release(device, generation, "freeing device memory", move |a| {
+                if mask != 0 && panicking {
+                    // No GPU waits while unwinding: leak rather than free under running work.
+                    return Err(Error::InvalidValue {
+                        what: "device allocation",
+                        value: format!("{ptr:#x}"),
+                        reason: "leaked: dropped during a panic while device work may use it",
+                    });
+                }
+                if mask & own != 0 {
+                    // Streams other than its own used it: wait for the device.
                     // SAFETY: the context is current.
                     a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
                 }
                 if ipc {
                     // SAFETY: `ptr` was opened from an IPC handle in this context, unused now.
-                    return a.check(
+                    let r = a.check(
                         unsafe { sys::cuIpcCloseMemHandle(ptr) },
                         "cuIpcCloseMemHandle",
                     );
+                    super::ipc::closed(ptr);
+                    return r;
                 }
                 match home {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context; the
-                    // free is ordered after all work on its stream, and other streams' work is
-                    // finished (synchronised above).
+                    // free is ordered after all work on its stream, and other streams' and
+                    // devices' work is finished (synchronised above).
                     Some(s) => a.check(
                         unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
                         "cuMemFreeAsync",
@@ -214,8 +204,14 @@ impl Drop for Alloc {
                     // SAFETY: `ptr` is a live allocation of this context with no pending use.
                     None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
                 }
-            },
-        );
+            });
+        };
+        if peers != 0 && context::in_host_fn() {
+            // No CUDA calls inside a host function: wait for the peers and free later.
+            context::defer_release(free);
+        } else {
+            free();
+        }
     }
 }
 
@@ -652,6 +648,7 @@ fn copy_dtod<T: DeviceRepr>(
         // stream; the source remembers the destination's device, whose work its drop waits
         // for. Its context is kept from a reset until the copy is queued.
         let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
+        context::note_peer_reader(s.device, run_dev);
         // SAFETY: both ranges are live device memory of `bytes` bytes in their (live, pinned)
         // contexts; the stream belongs to the destination's context, which is current.
         return a.check(

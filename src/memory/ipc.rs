@@ -10,6 +10,7 @@ use crate::context;
 use crate::driver::sys;
 use crate::error::{record, Error, Result};
 use crate::event::{Event, EventFlags};
+use parking_lot::Mutex;
 
 /// A handle to a device allocation that another process can open (`cudaIpcMemHandle_t`):
 /// 64 opaque bytes, sent by any means (a pipe, a file, a socket).
@@ -168,8 +169,26 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                     len: avail / size_of::<T>().max(1),
                 }),
             };
+            let err = err.or_else(|| {
+                // The driver hands out the same mapping (reference counted) for a handle opened
+                // twice; two owning buffers would alias each other's memory.
+                let mut open = OPEN.lock();
+                open.retain(|&(d, g, _)| context::is_live(d, g));
+                let key = (a.dev.ordinal, a.generation(), ptr);
+                if open.contains(&key) {
+                    Some(Error::InvalidValue {
+                        what: "cudaIpcOpenMemHandle",
+                        value: format!("handle {} (mapped at {ptr:#x})", handle.to_hex()),
+                        reason: "this process has the allocation open already, as another \
+                                 DeviceBuffer; a second one would alias it",
+                    })
+                } else {
+                    open.push(key);
+                    None
+                }
+            });
             if let Some(e) = err {
-                // SAFETY: opened above, unused.
+                // SAFETY: opened above (one reference of it), unused.
                 unsafe { sys::cuIpcCloseMemHandle(ptr) };
                 return Err(e);
             }
@@ -179,6 +198,14 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             ))
         })())
     }
+}
+
+/// Mappings of IPC handles this process holds open: (device, context generation, address).
+static OPEN: Mutex<Vec<(i32, u64, u64)>> = Mutex::new(Vec::new());
+
+/// Forgets an IPC mapping closed at `ptr` (from the buffer's drop).
+pub(crate) fn closed(ptr: u64) {
+    OPEN.lock().retain(|&(_, _, p)| p != ptr);
 }
 
 impl Event {

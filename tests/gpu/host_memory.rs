@@ -568,6 +568,10 @@ fn ipc_child() {
     assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
     let mut shared = DeviceBuffer::<u32>::open_ipc(&h, IPC_LEN).unwrap();
     assert_same("read through IPC", &shared.to_vec().unwrap(), &data);
+    // A second buffer over the same mapping would alias the first: refused.
+    let e = DeviceBuffer::<u32>::open_ipc(&h, IPC_LEN).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert!(e.to_string().contains("open already"), "{e}");
     let flipped: Vec<u32> = data[..IPC_LEN / 2].iter().map(|x| !x).collect();
     shared
         .slice_mut(..IPC_LEN / 2)
@@ -579,6 +583,12 @@ fn ipc_child() {
     ev.record(&s).unwrap();
     ev.synchronize().unwrap();
     drop(shared);
+    // Closed: it may be opened again, and shows the child's writes.
+    let again = DeviceBuffer::<u32>::open_ipc(&h, IPC_LEN).unwrap();
+    let mut want = flipped.clone();
+    want.extend_from_slice(&data[IPC_LEN / 2..]);
+    assert_same("reopened through IPC", &again.to_vec().unwrap(), &want);
+    drop(again);
     println!("ipc child ok");
 }
 
