@@ -379,6 +379,11 @@ fn default_kind() -> Kind {
     }
 }
 
+/// The raw handle of the per-thread default stream (`CU_STREAM_PER_THREAD`).
+pub(crate) fn per_thread_raw() -> sys::CUstream {
+    0x2usize as sys::CUstream
+}
+
 /// The raw handle of "stream 0" under the process's mode (for synchronous calls).
 pub(crate) fn default_raw() -> sys::CUstream {
     match default_kind() {

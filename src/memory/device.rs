@@ -21,6 +21,36 @@ fn wait_devices(mask: u64, own: i32) {
     }
 }
 
+/// How work outside the home stream of a stream-ordered allocation is ordered after it.
+#[derive(Debug)]
+struct Order {
+    /// Recorded on the home stream after the allocation.
+    event: Raw<sys::CUevent_st>,
+    /// Whether the event completed: nothing needs to wait any more.
+    done: bool,
+    /// The queues made to wait already.
+    waited: Vec<Waited>,
+}
+
+/// A queue that waits for the allocation: a stream (kept alive, so its handle is not reused),
+/// or a default stream of a context.
+#[derive(Debug)]
+struct Waited {
+    stream: Option<Stream>,
+    by: (i32, u64),
+    raw: usize,
+}
+
+impl Waited {
+    fn is(&self, stream: Option<&Stream>, by: (i32, u64), raw: sys::CUstream) -> bool {
+        match (&self.stream, stream) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(&a.inner, &b.inner),
+            (None, None) => self.by == by && self.raw == raw as usize,
+            _ => false,
+        }
+    }
+}
+
 /// The allocation behind a buffer, shared by reference with its views. (Public in a private
 /// module: unnameable outside the crate.)
 #[derive(Debug)]
@@ -34,6 +64,9 @@ pub struct Alloc {
     /// Devices (bit `d` for device `d`, bit 63 for any device from 63 on) whose work outside
     /// `home` used the memory; the drop waits for them first.
     foreign: AtomicU64,
+    /// For a stream-ordered allocation used outside `home`: the event that orders that work
+    /// after the allocation (made on the first such use).
+    order: parking_lot::Mutex<Option<Box<Order>>>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned
@@ -51,6 +84,7 @@ impl Alloc {
             generation,
             home: None,
             foreign: AtomicU64::new(0),
+            order: parking_lot::Mutex::new(None),
             ipc: false,
             host: None,
         }
@@ -76,6 +110,7 @@ impl Alloc {
             generation,
             home: None,
             foreign: AtomicU64::new(0),
+            order: parking_lot::Mutex::new(None),
             ipc: false,
             host: Some(Box::new(host)),
         }
@@ -84,6 +119,10 @@ impl Alloc {
     /// Notes that work queued on `stream` (`None`: the default stream, raw handle `raw`) in
     /// the context `by` (device ordinal, generation) uses the memory, writing to it when
     /// `write`.
+    ///
+    /// Work outside the home stream of a stream-ordered allocation is first made to wait for
+    /// the allocation (the memory may have been another buffer's until then, in the home
+    /// stream's order); the caller queues the work afterwards, in the same entry `by`.
     #[inline]
     pub(crate) fn used_on(
         &self,
@@ -91,18 +130,103 @@ impl Alloc {
         by: (i32, u64),
         raw: sys::CUstream,
         write: bool,
-    ) {
+    ) -> Result<()> {
         if let Some(h) = &self.host {
             h.note(stream, by.0, by.1, write);
-            return;
+            return Ok(());
         }
-        let home = self.home.as_ref().map(|s| s.as_raw());
-        if home != Some(raw) {
-            let bit = 1u64 << by.0.clamp(0, 63);
-            if self.foreign.load(Ordering::Relaxed) & bit == 0 {
-                self.foreign.fetch_or(bit, Ordering::Relaxed);
-            }
+        match &self.home {
+            Some(home) if home.as_raw() == raw && home.inner.device == by.0 => return Ok(()),
+            Some(home) => self.order_after_alloc(home, stream, by, raw)?,
+            None => {}
         }
+        let bit = 1u64 << by.0.clamp(0, 63);
+        if self.foreign.load(Ordering::Relaxed) & bit == 0 {
+            self.foreign.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Makes `raw` (the stream `stream`, or a default stream, of the entered context `by`) wait
+    /// for the allocation on `home`, unless it already did or the allocation is known done.
+    #[cold]
+    fn order_after_alloc(
+        &self,
+        home: &Stream,
+        stream: Option<&Stream>,
+        by: (i32, u64),
+        raw: sys::CUstream,
+    ) -> Result<()> {
+        let mut slot = self.order.lock();
+        if slot.is_none() {
+            // An event recorded on the home stream now follows the allocation there. It is made
+            // in the allocation's context; for work of another device, that context is entered
+            // for the call and the caller's is bound again after.
+            let make = |a: &Active| -> Result<Raw<sys::CUevent_st>> {
+                let mut ev: sys::CUevent = std::ptr::null_mut();
+                let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                // SAFETY: the allocation's context is current; valid out-parameter.
+                a.check(
+                    unsafe { sys::cuEventCreate(&mut ev, flags) },
+                    "cuEventCreate",
+                )?;
+                // SAFETY: live event and stream of the current context.
+                let r = a.check(
+                    unsafe { sys::cuEventRecord(ev, home.as_raw()) },
+                    "cuEventRecord",
+                );
+                if let Err(e) = r {
+                    // SAFETY: made above, unused.
+                    unsafe { sys::cuEventDestroy_v2(ev) };
+                    return Err(e);
+                }
+                Ok(Raw(ev))
+            };
+            let ev = if by == (self.device, self.generation) {
+                make(&self.enter()?)?
+            } else {
+                let r = context::enter_handle(self.device, self.generation, "device buffer")
+                    .and_then(|a| make(&a));
+                // Bind the caller's context again (its entry is still held, so it is live).
+                drop(context::enter_live(by.0, by.1)?);
+                r?
+            };
+            *slot = Some(Box::new(Order {
+                event: ev,
+                done: false,
+                waited: Vec::new(),
+            }));
+        }
+        let order = slot.as_mut().expect("made above");
+        if order.done || order.waited.iter().any(|w| w.is(stream, by, raw)) {
+            return Ok(());
+        }
+        // SAFETY: live event (destroyed only with the allocation); querying needs no context.
+        if crate::driver::rc(unsafe { sys::cuEventQuery(order.event.get()) }) == 0 {
+            // The home stream is past the allocation: every later use is ordered after it.
+            order.done = true;
+            order.waited = Vec::new();
+            return Ok(());
+        }
+        let a = context::enter_live(by.0, by.1)?.ok_or(Error::ContextDestroyed {
+            what: "stream",
+            device: by.0,
+        })?;
+        // SAFETY: `raw` is a live stream of the current context; the event may belong to
+        // another context (cuStreamWaitEvent allows it) and lives as long as the allocation.
+        a.check(
+            unsafe { sys::cuStreamWaitEvent(raw, order.event.get(), 0) },
+            "cuStreamWaitEvent",
+        )?;
+        // The per-thread default stream differs per thread: not remembered.
+        if raw != crate::stream::per_thread_raw() {
+            order.waited.push(Waited {
+                stream: stream.cloned(),
+                by,
+                raw: raw as usize,
+            });
+        }
+        Ok(())
     }
 
     /// Notes that work of device `dev` used the memory (its drop then waits for that device).
@@ -161,6 +285,7 @@ impl Drop for Alloc {
             return;
         }
         let (ptr, home, mask) = (self.ptr, self.home.take(), *self.foreign.get_mut());
+        let order = self.order.get_mut().take();
         let (device, generation, ipc) = (self.device, self.generation, self.ipc);
         let own = 1u64 << device.clamp(0, 63);
         let peers = mask & !own;
@@ -183,6 +308,14 @@ impl Drop for Alloc {
                     // Streams other than its own used it: wait for the device.
                     // SAFETY: the context is current.
                     a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+                }
+                if let Some(o) = order {
+                    // SAFETY: made in this context; waits on it were queued before the work
+                    // just waited for (a destroyed event's pending waits still complete).
+                    a.check(
+                        unsafe { sys::cuEventDestroy_v2(o.event.get()) },
+                        "cuEventDestroy",
+                    )?;
                 }
                 if ipc {
                     // SAFETY: `ptr` was opened from an IPC handle in this context, unused now.
@@ -273,7 +406,7 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
             (stream.inner.device, stream.inner.generation),
             stream.as_raw(),
             false,
-        );
+        )?;
         Ok((self.device_ptr(), self.len()))
     }
 }
@@ -294,7 +427,7 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
             (stream.inner.device, stream.inner.generation),
             stream.as_raw(),
             true,
-        );
+        )?;
         Ok((self.device_ptr(), self.len()))
     }
 }
@@ -465,7 +598,7 @@ fn copy_htod<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true)?;
     let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
     if bytes >= staging::DIRECT_BELOW && !locked {
         if let Some(r) = staging::htod(&a, raw, dst.device_ptr(), bytemuck::cast_slice(src)) {
@@ -518,7 +651,7 @@ fn copy_dtoh<T: DeviceRepr>(
     }
     let alloc = src.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, false);
+    alloc.used_on(on.stream(), a.id(), raw, false)?;
     if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
         let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
         if let Some(r) = staging::dtoh(&a, raw, out, src.device_ptr()) {
@@ -570,8 +703,8 @@ fn copy_pinned<T: DeviceRepr>(
     }
     let a = stream.enter()?;
     let raw = stream.as_raw();
-    d.used_on(Some(stream), a.id(), raw, to_device);
-    h.used_on(Some(stream), a.id(), raw, !to_device);
+    d.used_on(Some(stream), a.id(), raw, to_device)?;
+    h.used_on(Some(stream), a.id(), raw, !to_device)?;
     let hp = host.host_ptr();
     if to_device {
         // SAFETY: `dev` is live device memory of `bytes` bytes; `host` is page-locked memory of
@@ -640,8 +773,8 @@ fn copy_dtod<T: DeviceRepr>(
             })
         }
     };
-    d.used_on(on.stream(), (run_dev, run_gen), raw, true);
-    s.used_on(on.stream(), (run_dev, run_gen), raw, false);
+    d.used_on(on.stream(), (run_dev, run_gen), raw, true)?;
+    s.used_on(on.stream(), (run_dev, run_gen), raw, false)?;
     if peer {
         s.note_device(run_dev);
         // A copy between two devices' memory (`cudaMemcpyPeer`): runs in the destination's
@@ -737,7 +870,7 @@ fn memset_pattern<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true)?;
     memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
 }
 
@@ -752,7 +885,7 @@ fn fill<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let (a, raw) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true);
+    alloc.used_on(on.stream(), a.id(), raw, true)?;
     let bytes = bytemuck::bytes_of(&value);
     let size = bytes.len();
     // The widest word that divides the element and its address; one strided memset per word.
@@ -1104,6 +1237,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 generation: a.generation(),
                 home,
                 foreign: AtomicU64::new(0),
+                order: parking_lot::Mutex::new(None),
                 ipc: false,
                 host: None,
             },

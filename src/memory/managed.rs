@@ -275,7 +275,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
             let a = stream.enter()?;
             self.alloc
-                .used_on(Some(stream), a.id(), stream.as_raw(), false);
+                .used_on(Some(stream), a.id(), stream.as_raw(), false)?;
             // SAFETY: live managed allocation of `bytes` bytes; live stream.
             a.check(
                 unsafe {

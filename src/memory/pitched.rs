@@ -503,7 +503,7 @@ impl<T: DeviceRepr> PitchedBuffer<T> {
                 crate::stream::default_raw(),
             ),
         };
-        self.alloc.used_on(stream, a.id(), raw, true);
+        self.alloc.used_on(stream, a.id(), raw, true)?;
         for z in 0..extent.depth {
             let ptr = self.alloc.ptr + (((pos.z + z) * l.rows + pos.y) * l.pitch + r.x) as u64;
             // SAFETY: the region was checked against the allocation above: `height` rows of
@@ -659,8 +659,8 @@ fn copy_impl<T: DeviceRepr>(
                 device: s.device,
             });
         }
-        d.used_on(stream, a.id(), raw, true);
-        s.used_on(stream, a.id(), raw, false);
+        d.used_on(stream, a.id(), raw, true)?;
+        s.used_on(stream, a.id(), raw, false)?;
     }
     let desc = sys::CUDA_MEMCPY3D_PEER {
         srcXInBytes: sx,

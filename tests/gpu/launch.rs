@@ -18,6 +18,7 @@ crate::tests![
     cooperative_launch_limits,
     module_globals_round_trip,
     dropped_buffer_is_not_reused_while_a_kernel_reads_it,
+    async_buffer_used_on_another_stream_waits_for_its_allocation,
     threads_launch_concurrently,
     sticky_error_in_a_child_process,
 ];
@@ -398,6 +399,52 @@ fn dropped_buffer_is_not_reused_while_a_kernel_reads_it() {
             got, want,
             "async_alloc={async_alloc}: the kernel read reused memory"
         );
+    }
+}
+
+/// A stream-ordered buffer is freed on stream A while a slow kernel there still writes it; a
+/// new buffer from the same pool on A (very likely the same memory) is then filled through the
+/// default stream or another stream B. That work must wait for the allocation point on A, or
+/// the old kernel's late write would land in the new buffer.
+fn async_buffer_used_on_another_stream_waits_for_its_allocation() {
+    let mut r = rng();
+    let n = 1 << 16;
+    let a = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let addend = random_f32(&mut r, 1000);
+    let dsrc = DeviceBuffer::from_slice(&addend).unwrap();
+    for via_b in [false, true] {
+        let data: Vec<f32> = random_f32(&mut r, n);
+        let mut old = DeviceBuffer::<f32>::new_async(n, &a).unwrap();
+        let old_addr = old.as_raw();
+        // Spins ~50 ms on A, then writes the sum of `addend` into old[0].
+        kernels::spin::spin_read_sum(
+            &a,
+            &LaunchConfig::new(1u32, 1u32),
+            &dsrc,
+            &mut old.slice_mut(..1).unwrap(),
+            50_000_000,
+        )
+        .unwrap();
+        drop(old);
+        let mut new = DeviceBuffer::<f32>::new_async(n, &a).unwrap();
+        if new.as_raw() != old_addr {
+            eprintln!("the pool did not hand back the same memory; the test is weaker");
+        }
+        if via_b {
+            new.copy_from_host_async(&data, &b).unwrap();
+            b.synchronize().unwrap();
+        } else {
+            new.copy_from_host(&data).unwrap();
+        }
+        a.synchronize().unwrap();
+        let got = new.to_vec().unwrap();
+        assert_eq!(
+            got[0].to_bits(),
+            data[0].to_bits(),
+            "via_b={via_b}: the freed buffer's kernel wrote into the new one"
+        );
+        assert_eq!(got, data, "via_b={via_b}");
     }
 }
 
