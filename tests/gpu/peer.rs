@@ -9,7 +9,35 @@ crate::tests![; two_gpus:
     peer_3d_copies,
     portable_mapped_memory_on_the_other_device,
     host_memory_of_one_device_used_by_the_other,
+    reset_of_the_source_waits_for_peer_copies,
 ];
+
+/// A large peer copy out of device 1's memory, queued on device 0, then device 1 reset at once:
+/// the reset waits for device 0's copy before freeing the source.
+fn reset_of_the_source_waits_for_peer_copies() {
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let mut r = rng();
+    let n = 64 << 20;
+    let data = random_u32(&mut r, n);
+    d1.set_current().unwrap();
+    let src = DeviceBuffer::from_slice(&data).unwrap();
+    d0.set_current().unwrap();
+    // A blocking stream: ordered after the legacy-stream memset below.
+    let s0 = Stream::new().unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
+    for round in 0..2 {
+        dst.memset_u8(0).unwrap();
+        dst.copy_from_device_async(&src, &s0).unwrap();
+        if round == 1 {
+            d1.reset().unwrap();
+        }
+        s0.synchronize().unwrap();
+        assert_eq!(dst.to_vec().unwrap(), data, "round {round}");
+    }
+    // The source died with device 1's context.
+    let e = dst.copy_from_device(&src).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ContextIsDestroyed, "{e}");
+}
 
 /// Managed and mapped memory of device 0 used by work of device 1: dropping it waits for that
 /// work, and device 0 cannot be reset (freeing or unmapping it) until the work is waited for.
