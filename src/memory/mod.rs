@@ -13,6 +13,11 @@
 //!   use (another stream, or a `cudaMalloc`-style allocation used asynchronously) makes the drop
 //!   wait for the device to finish its work first, as `cudaFree` does, so memory is never
 //!   handed out again while a kernel on another stream still reads it;
+//! * a stream-ordered allocation ([`DeviceBuffer::new_async`]) may still have been another
+//!   buffer's until its allocation point in its stream's order. Work queued on any other queue
+//!   (another stream, a default stream, another device) is first made to wait for that point
+//!   (an event recorded on the home stream, `cuStreamWaitEvent`), once per queue, and not at all
+//!   once the allocation is known complete;
 //! * copies between the host and plain Rust slices return only once the host memory is no longer
 //!   needed by the device: pageable memory follows the runtime's rules (staged or completed
 //!   before return), and when a slice turns out to be page-locked the call waits for its stream;
@@ -28,9 +33,16 @@
 //!   `cuMemHostAlloc`, managed memory) dies with a reset, so a reset is refused while a CPU view
 //!   of such memory lives ([`Error::ResetWhileBorrowed`](crate::Error::ResetWhileBorrowed)), and
 //!   CPU access after a reset is an error. Page-locked memory without write-combining is a Rust
-//!   allocation registered with the driver: it outlives a reset;
+//!   allocation registered with the driver: the CPU can still use it after a reset, but its page
+//!   locking died with the context, so asynchronous copies then refuse it;
+//! * host-reachable memory used by work of *another* device (portable mapped memory, managed
+//!   memory) keeps its own device from being reset until that work is waited for (the
+//!   buffer's `synchronize`, a CPU view, or its drop): the reset would free or unmap it;
 //! * memory used by a peer copy remembers the other device, and its drop waits for that device
-//!   too;
+//!   too; a reset of the source's device first waits for the devices given peer copies of its
+//!   memory;
+//! * managed memory is refused on devices without concurrent managed access (Windows, WSL,
+//!   GPUs before Pascal), where the CPU faults on it whenever any kernel runs;
 //! * pageable copies are staged through the crate's own page-locked ring (see the
 //!   `copy_from_host` docs): the caller's slice is read or written only during the call;
 //! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`](crate::Error::ContextDestroyed); its
