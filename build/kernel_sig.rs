@@ -415,7 +415,7 @@ pub fn generate(
                         p.name
                     ));
                     setup.push(format!(
-                        "let (mut {n}_ptr, mut {n}_len) = crate::DeviceRead::kernel_arg({n}, stream)?;",
+                        "let (mut {n}_ptr, mut {n}_len, _{n}_keep) = crate::DeviceRead::kernel_arg({n}, stream)?;",
                         n = p.name
                     ));
                 } else {
@@ -424,7 +424,7 @@ pub fn generate(
                         p.name
                     ));
                     setup.push(format!(
-                        "let (mut {n}_ptr, mut {n}_len) = crate::DeviceWrite::kernel_arg_mut({n}, stream)?;",
+                        "let (mut {n}_ptr, mut {n}_len, _{n}_keep) = crate::DeviceWrite::kernel_arg_mut({n}, stream)?;",
                         n = p.name
                     ));
                 }

@@ -363,7 +363,9 @@ pub(crate) fn enter_if_active(ordinal: i32) -> Result<Option<Active>> {
 }
 
 /// Synchronises every active device in `mask` (bit per ordinal; bit 63: every device from 63
-/// on) but `own`. Returns the first error; waits for all of them regardless.
+/// on) but `own`. Returns the first error; waits for all of them regardless. A device whose
+/// context holds a sticky error runs no more work: there is nothing to wait for, and its error
+/// is not the caller's.
 pub(crate) fn wait_devices(mask: u64, own: i32) -> Result<()> {
     let count = device_count().unwrap_or(0);
     let mut first = Ok(());
@@ -376,6 +378,10 @@ pub(crate) fn wait_devices(mask: u64, own: i32) -> Result<()> {
             Some(a) => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
             None => Ok(()),
         });
+        let r = match r {
+            Err(e) if e.is_sticky() => Ok(()),
+            r => r,
+        };
         if first.is_ok() {
             first = r;
         }
@@ -493,9 +499,8 @@ pub(crate) fn pin(ordinal: i32, generation: u64, what: &'static str) -> Result<P
 }
 
 /// A borrow of host memory that depends on a context: a CPU view of memory the context owns
-/// (`cuMemHostAlloc`, `cuMemAllocManaged`), or work of another device queued on memory the
-/// context allocated or registered. While one lives, [`DeviceState::reset`] refuses to run,
-/// since it would free or unmap the memory under the borrow.
+/// (`cuMemHostAlloc`, `cuMemAllocManaged`). While one lives, [`DeviceState::reset`] refuses to
+/// run, since it would free the memory under the borrow.
 pub(crate) struct HostBorrow {
     dev: &'static DeviceState,
 }

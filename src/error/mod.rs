@@ -212,12 +212,10 @@ pub enum Error {
         /// The pitch in bytes.
         pitch: usize,
     },
-    /// A device reset refused because host memory that depends on the device's context is
-    /// still in use: the CPU borrows memory the context owns (write-combined page-locked or
-    /// managed memory), or work of another device may still use memory the context allocated
-    /// or registered (until that memory's `synchronize` or drop waits for it). The reset would
-    /// free or unmap the memory under the borrow (`cudaErrorNotPermitted`).
-    #[error("device {device} cannot be reset while {borrows} borrow(s) of its page-locked or managed host memory are alive (CPU views, or work of other devices not yet waited for with the buffer's synchronize)")]
+    /// A device reset refused because the CPU borrows host memory the device's context owns
+    /// (a view of write-combined page-locked or managed memory): the reset would free the
+    /// memory under the borrow (`cudaErrorNotPermitted`).
+    #[error("device {device} cannot be reset while {borrows} CPU view(s) of its write-combined page-locked or managed memory are alive")]
     ResetWhileBorrowed {
         /// The device.
         device: i32,

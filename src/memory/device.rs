@@ -51,6 +51,25 @@ impl Waited {
     }
 }
 
+/// Keeps the context that owns host-reachable memory from being reset while work of another
+/// device that uses the memory is being queued (see `HostSide::admit`); hold it until the work
+/// is queued. (Public in a private module: unnameable outside the crate.)
+#[doc(hidden)]
+#[must_use = "the owner's context must stay pinned until the work is queued"]
+pub struct Keep {
+    _pin: Option<context::Pinned>,
+}
+
+impl Keep {
+    /// Nothing to keep.
+    pub(crate) const NONE: Keep = Keep { _pin: None };
+
+    /// Keeps `pin` until the work is queued.
+    pub(crate) fn pinned(pin: context::Pinned) -> Keep {
+        Keep { _pin: Some(pin) }
+    }
+}
+
 /// The allocation behind a buffer, shared by reference with its views. (Public in a private
 /// module: unnameable outside the crate.)
 #[derive(Debug)]
@@ -157,6 +176,18 @@ impl Alloc {
         by: (i32, u64),
         raw: sys::CUstream,
     ) -> Result<()> {
+        // For work of another device, the allocation's context (and the event made in it) is
+        // kept from a reset until the wait is queued.
+        let _pin = if by.0 != self.device {
+            Some(context::pin(self.device, self.generation, "device buffer")?)
+        } else if by.1 != self.generation {
+            return Err(Error::ContextDestroyed {
+                what: "device buffer",
+                device: self.device,
+            });
+        } else {
+            None
+        };
         let mut slot = self.order.lock();
         if slot.is_none() {
             // An event recorded on the home stream now follows the allocation there. It is made
@@ -237,7 +268,7 @@ impl Alloc {
 
     /// Checks that work on `stream` may use the memory.
     #[inline]
-    pub(crate) fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<()> {
+    pub(crate) fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<Keep> {
         if let Some(h) = &self.host {
             return h.check_stream(self, stream, call);
         }
@@ -255,7 +286,7 @@ impl Alloc {
                 device: self.device,
             });
         }
-        Ok(())
+        Ok(Keep::NONE)
     }
 
     fn enter(&self) -> Result<Active> {
@@ -285,7 +316,15 @@ impl Drop for Alloc {
             return;
         }
         let (ptr, home, mask) = (self.ptr, self.home.take(), *self.foreign.get_mut());
-        let order = self.order.get_mut().take();
+        // The event is destroyed in the closure; the streams that waited for it are dropped only
+        // after the free (dropping the last handle of a stream enters its own context).
+        let (event, waited) = match self.order.get_mut().take() {
+            Some(o) => {
+                let o = *o;
+                (Some(o.event), o.waited)
+            }
+            None => (None, Vec::new()),
+        };
         let (device, generation, ipc) = (self.device, self.generation, self.ipc);
         let own = 1u64 << device.clamp(0, 63);
         let peers = mask & !own;
@@ -309,13 +348,18 @@ impl Drop for Alloc {
                     // SAFETY: the context is current.
                     a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
                 }
-                if let Some(o) = order {
+                if let Some(ev) = event {
                     // SAFETY: made in this context; waits on it were queued before the work
                     // just waited for (a destroyed event's pending waits still complete).
-                    a.check(
-                        unsafe { sys::cuEventDestroy_v2(o.event.get()) },
+                    let r = a.check(
+                        unsafe { sys::cuEventDestroy_v2(ev.get()) },
                         "cuEventDestroy",
-                    )?;
+                    );
+                    if let Err(e) = r {
+                        // Still free the memory: a leaked event is the smaller loss.
+                        a.dev
+                            .defer("destroying the ordering event of device memory", e);
+                    }
                 }
                 if ipc {
                     // SAFETY: `ptr` was opened from an IPC handle in this context, unused now.
@@ -338,6 +382,7 @@ impl Drop for Alloc {
                     None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
                 }
             });
+            drop(waited);
         };
         if peers != 0 && context::in_host_fn() {
             // No CUDA calls inside a host function: wait for the peers and free later.
@@ -395,19 +440,19 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
         self.len() == 0
     }
     /// For the crate's kernel wrappers: checks that work on `stream` may read the memory, notes
-    /// the use, and returns the address and length.
+    /// the use, and returns the address and length, and a guard to hold until the launch.
     #[doc(hidden)]
     #[inline]
-    fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize)> {
+    fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize, Keep)> {
         let a = self.allocation();
-        a.check_stream(stream, "kernel launch")?;
+        let keep = a.check_stream(stream, "kernel launch")?;
         a.used_on(
             Some(stream),
             (stream.inner.device, stream.inner.generation),
             stream.as_raw(),
             false,
         )?;
-        Ok((self.device_ptr(), self.len()))
+        Ok((self.device_ptr(), self.len(), keep))
     }
 }
 
@@ -416,9 +461,9 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
     /// As [`DeviceRead::kernel_arg`], for a write.
     #[doc(hidden)]
     #[inline]
-    fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize)> {
+    fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize, Keep)> {
         let a = self.allocation();
-        a.check_stream(stream, "kernel launch")?;
+        let keep = a.check_stream(stream, "kernel launch")?;
         if let Some(h) = &a.host {
             h.check_writable("kernel launch")?;
         }
@@ -428,7 +473,7 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
             stream.as_raw(),
             true,
         )?;
-        Ok((self.device_ptr(), self.len()))
+        Ok((self.device_ptr(), self.len(), keep))
     }
 }
 
@@ -531,21 +576,25 @@ impl<'s> On<'s> {
         }
     }
 
-    /// Enters the device and returns the raw stream the work goes to.
-    fn enter(self, alloc: &Alloc, call: &'static str) -> Result<(Active, sys::CUstream)> {
+    /// Enters the device and returns the raw stream the work goes to, and a guard to hold
+    /// until the work is queued.
+    fn enter(self, alloc: &Alloc, call: &'static str) -> Result<(Active, sys::CUstream, Keep)> {
         match self {
             On::Stream(s) => {
-                alloc.check_stream(s, call)?;
+                let keep = alloc.check_stream(s, call)?;
                 let a = s.enter()?;
-                Ok((a, s.as_raw()))
+                Ok((a, s.as_raw(), keep))
             }
             On::Default => {
                 let a = alloc.enter_any()?;
-                if let Some(h) = &alloc.host {
-                    let (dev, generation) = a.id();
-                    h.admit(alloc, dev, generation, true, call)?;
-                }
-                Ok((a, stream::default_raw()))
+                let keep = match &alloc.host {
+                    Some(h) => {
+                        let (dev, generation) = a.id();
+                        h.admit(alloc, dev, generation, true, call)?
+                    }
+                    None => Keep::NONE,
+                };
+                Ok((a, stream::default_raw(), keep))
             }
         }
     }
@@ -597,7 +646,7 @@ fn copy_htod<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw) = on.enter(alloc, call)?;
+    let (a, raw, _keep) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), a.id(), raw, true)?;
     let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
     if bytes >= staging::DIRECT_BELOW && !locked {
@@ -650,7 +699,7 @@ fn copy_dtoh<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = src.allocation();
-    let (a, raw) = on.enter(alloc, call)?;
+    let (a, raw, _keep) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), a.id(), raw, false)?;
     if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
         let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
@@ -690,17 +739,17 @@ fn copy_pinned<T: DeviceRepr>(
     }
     let bytes = dev.len() * size_of::<T>();
     let (d, h) = (dev.allocation(), host.allocation());
-    d.check_stream(stream, call)?;
+    let _keep_dev = d.check_stream(stream, call)?;
     let hs = host_side(h);
     if !to_device {
         hs.check_writable(call)?;
     }
-    // Page-locked memory need not be mapped for copies; it must still be alive in the stream's
-    // context (and kept from a reset of its own device while another device copies it).
-    hs.admit(h, stream.inner.device, stream.inner.generation, false, call)?;
     if bytes == 0 {
         return Ok(());
     }
+    // Page-locked memory need not be mapped for copies; it must still be alive in the stream's
+    // context (and kept from a reset of its own device while another device's copy is queued).
+    let _keep = hs.admit(h, stream.inner.device, stream.inner.generation, false, call)?;
     let a = stream.enter()?;
     let raw = stream.as_raw();
     d.used_on(Some(stream), a.id(), raw, to_device)?;
@@ -744,13 +793,14 @@ fn copy_dtod<T: DeviceRepr>(
         return Ok(());
     }
     let (d, s) = (dst.allocation(), src.allocation());
-    let (a, raw) = on.enter(d, call)?;
+    let (a, raw, _keep) = on.enter(d, call)?;
+    let mut _keep_src = Keep::NONE;
     let (run_dev, run_gen) = a.id();
     // The source must be usable in the context that runs the copy, or be another device's
     // memory copied to this device's (a peer copy).
     let peer = match &s.host {
         Some(h) => {
-            h.admit(s, run_dev, run_gen, true, call)?;
+            _keep_src = h.admit(s, run_dev, run_gen, true, call)?;
             false
         }
         None if s.device == run_dev => {
@@ -773,15 +823,20 @@ fn copy_dtod<T: DeviceRepr>(
             })
         }
     };
+    // A copy between two devices' memory (`cudaMemcpyPeer`) runs in the destination's stream.
+    // The source's context is kept from a reset until the copy is queued, and a reset after
+    // that waits for the destination's device; the source's drop waits for it too.
+    let src_ctx = if peer {
+        let p = context::pin(s.device, s.generation, "the source buffer")?;
+        context::note_peer_reader(s.device, run_dev);
+        s.note_device(run_dev);
+        Some(p)
+    } else {
+        None
+    };
     d.used_on(on.stream(), (run_dev, run_gen), raw, true)?;
     s.used_on(on.stream(), (run_dev, run_gen), raw, false)?;
-    if peer {
-        s.note_device(run_dev);
-        // A copy between two devices' memory (`cudaMemcpyPeer`): runs in the destination's
-        // stream; the source remembers the destination's device, whose work its drop waits
-        // for. Its context is kept from a reset until the copy is queued.
-        let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
-        context::note_peer_reader(s.device, run_dev);
+    if let Some(src_ctx) = src_ctx {
         // SAFETY: both ranges are live device memory of `bytes` bytes in their (live, pinned)
         // contexts; the stream belongs to the destination's context, which is current.
         return a.check(
@@ -869,7 +924,7 @@ fn memset_pattern<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw) = on.enter(alloc, call)?;
+    let (a, raw, _keep) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), a.id(), raw, true)?;
     memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
 }
@@ -884,7 +939,7 @@ fn fill<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw) = on.enter(alloc, call)?;
+    let (a, raw, _keep) = on.enter(alloc, call)?;
     alloc.used_on(on.stream(), a.id(), raw, true)?;
     let bytes = bytemuck::bytes_of(&value);
     let size = bytes.len();
@@ -1202,6 +1257,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     ) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len, "device allocation size")?;
         let (a, home) = match on {
+            Some(s) if s.as_raw() == stream::per_thread_raw() => {
+                return Err(Error::InvalidValue {
+                    what: "stream of a stream-ordered allocation",
+                    value: "the per-thread default stream".into(),
+                    reason: "the memory is freed and ordered on its stream from whichever thread \
+                             uses or drops it, and each thread has its own per-thread stream: \
+                             use a created stream or the legacy default stream",
+                });
+            }
             Some(s) => {
                 let a = s.enter()?;
                 (a, Some(s.clone()))

@@ -9,7 +9,7 @@ use std::ops::{Deref, DerefMut};
 
 use parking_lot::Mutex;
 
-use super::device::{sealed, Alloc};
+use super::device::{sealed, Alloc, Keep};
 use super::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::context::{self, HostBorrow};
 use crate::driver::{sys, Raw};
@@ -114,9 +114,6 @@ impl Use {
 #[derive(Debug, Default)]
 struct Pending {
     uses: Vec<Use>,
-    /// Keeps the owning device from being reset while work of another device may use the
-    /// memory (a reset would free or unmap it under that work); released once no use is left.
-    hold: Option<HostBorrow>,
 }
 
 /// The host side of an allocation the CPU can reach.
@@ -188,7 +185,23 @@ impl HostSide {
     /// Waits for queued work that conflicts with a CPU access: writers for a read, all for a
     /// write. Uses whose wait failed stay queued, so a later access fails again rather than
     /// passing unchecked.
+    ///
+    /// Inside a host function no CUDA call may wait: an access that would have to is refused
+    /// ([`Error::InHostFunction`]), as is one while another thread is waiting.
     pub(crate) fn wait(&self, for_write: bool) -> Result<()> {
+        if context::in_host_fn() {
+            let refused = Err(Error::InHostFunction {
+                call: "waiting for device work that uses page-locked or managed memory",
+            });
+            let Some(_one_at_a_time) = self.waiting.try_lock() else {
+                return refused;
+            };
+            let p = self.pending.lock();
+            if p.uses.iter().any(|u| for_write || u.write) {
+                return refused;
+            }
+            return Ok(());
+        }
         let _one_at_a_time = self.waiting.lock();
         let list: Vec<Use> = {
             let mut p = self.pending.lock();
@@ -210,23 +223,17 @@ impl HostSide {
                 failed.push(u);
             }
         }
-        let released = {
-            let mut p = self.pending.lock();
-            p.uses.extend(failed);
-            if p.uses.is_empty() {
-                p.hold.take()
-            } else {
-                None
-            }
-        };
-        drop(released);
+        self.pending.lock().uses.extend(failed);
         first
     }
 
     /// Checks that work queued in the context of `device` (generation `generation`) may use
     /// the memory: `need_mapped` for kernels and device-to-device copies (which use its device
-    /// address), not for copies to and from it. Work of another device than the owner's keeps
-    /// the owner from being reset until it is waited for.
+    /// address), not for copies to and from it.
+    ///
+    /// For work of another device than the owner's, a reset of the owner waits for that device
+    /// from now on (the reset frees or unmaps the memory), and the returned guard keeps the
+    /// owner from being reset until the caller has queued the work.
     pub(crate) fn admit(
         &self,
         alloc: &Alloc,
@@ -234,7 +241,7 @@ impl HostSide {
         generation: u64,
         need_mapped: bool,
         call: &'static str,
-    ) -> Result<()> {
+    ) -> Result<Keep> {
         if need_mapped && !self.mapped {
             return Err(Error::InvalidValue {
                 what: call,
@@ -244,7 +251,7 @@ impl HostSide {
             });
         }
         if matches!(self.kind, HostKind::Empty) {
-            return Ok(());
+            return Ok(Keep::NONE);
         }
         if device == alloc.device {
             if generation != alloc.generation {
@@ -253,7 +260,7 @@ impl HostSide {
                     device: alloc.device,
                 });
             }
-            return Ok(());
+            return Ok(Keep::NONE);
         }
         if need_mapped && !self.any_device {
             return Err(Error::DeviceMismatch {
@@ -263,15 +270,15 @@ impl HostSide {
                 expected: device,
             });
         }
-        let mut p = self.pending.lock();
-        if p.hold.is_none() {
-            p.hold = Some(HostBorrow::take(
-                alloc.device,
-                alloc.generation,
-                "host memory used by another device",
-            )?);
-        }
-        Ok(())
+        // Pinned first: a reset that starts later sees the reader noted below and waits for
+        // it; one that finished earlier changed the generation, and the pin fails.
+        let pin = context::pin(
+            alloc.device,
+            alloc.generation,
+            "host memory used by another device",
+        )?;
+        context::note_peer_reader(alloc.device, device);
+        Ok(Keep::pinned(pin))
     }
 
     pub(crate) fn check_writable(&self, call: &'static str) -> Result<()> {
@@ -291,7 +298,7 @@ impl HostSide {
         alloc: &Alloc,
         stream: &Stream,
         call: &'static str,
-    ) -> Result<()> {
+    ) -> Result<Keep> {
         self.admit(
             alloc,
             stream.inner.device,

@@ -272,7 +272,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             if self.alloc.bytes == 0 {
                 return Ok(());
             }
-            self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
+            let _keep = self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
             let a = stream.enter()?;
             self.alloc
                 .used_on(Some(stream), a.id(), stream.as_raw(), false)?;

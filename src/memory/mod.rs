@@ -36,8 +36,8 @@
 //!   allocation registered with the driver: the CPU can still use it after a reset, but its page
 //!   locking died with the context, so asynchronous copies then refuse it;
 //! * host-reachable memory used by work of *another* device (portable mapped memory, managed
-//!   memory) keeps its own device from being reset until that work is waited for (the
-//!   buffer's `synchronize`, a CPU view, or its drop): the reset would free or unmap it;
+//!   memory) makes a reset of its own device wait for that device first: the reset frees or
+//!   unmaps the memory;
 //! * memory used by a peer copy remembers the other device, and its drop waits for that device
 //!   too; a reset of the source's device first waits for the devices given peer copies of its
 //!   memory;

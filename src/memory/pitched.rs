@@ -11,7 +11,7 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use super::device::{sealed, Alloc};
+use super::device::{sealed, Alloc, Keep};
 use super::{DeviceBuffer, DeviceRead, DeviceRepr};
 use crate::context;
 use crate::driver::sys;
@@ -493,14 +493,15 @@ impl<T: DeviceRepr> PitchedBuffer<T> {
         if r.first == r.end {
             return Ok(());
         }
-        let (a, raw) = match stream {
+        let (a, raw, _keep) = match stream {
             Some(s) => {
-                self.alloc.check_stream(s, "cudaMemset3DAsync")?;
-                (s.enter()?, s.as_raw())
+                let keep = self.alloc.check_stream(s, "cudaMemset3DAsync")?;
+                (s.enter()?, s.as_raw(), keep)
             }
             None => (
                 context::enter_handle(self.alloc.device, self.alloc.generation, "pitched buffer")?,
                 crate::stream::default_raw(),
+                Keep::NONE,
             ),
         };
         self.alloc.used_on(stream, a.id(), raw, true)?;
@@ -616,17 +617,22 @@ fn copy_impl<T: DeviceRepr>(
         (Base::Device(_, a), _) | (_, Base::Device(_, a)) => Some(a),
         _ => None,
     };
-    let (a, raw) = match (stream, home) {
+    let (a, raw, _keep) = match (stream, home) {
         (Some(s), Some(h)) => {
-            h.check_stream(s, "cudaMemcpy3DAsync")?;
-            (s.enter()?, s.as_raw())
+            let keep = h.check_stream(s, "cudaMemcpy3DAsync")?;
+            (s.enter()?, s.as_raw(), keep)
         }
-        (Some(s), None) => (s.enter()?, s.as_raw()),
+        (Some(s), None) => (s.enter()?, s.as_raw(), Keep::NONE),
         (None, Some(h)) => (
             context::enter_handle(h.device, h.generation, "device memory")?,
             crate::stream::default_raw(),
+            Keep::NONE,
         ),
-        (None, None) => (context::enter_current()?, crate::stream::default_raw()),
+        (None, None) => (
+            context::enter_current()?,
+            crate::stream::default_raw(),
+            Keep::NONE,
+        ),
     };
     let mut host_side = false;
     let mut peer = None;
@@ -652,7 +658,13 @@ fn copy_impl<T: DeviceRepr>(
     let ((dt, dhost, ddev), dl, dp, dx) = fill(db, dl, p.dst_pos, &dr, &mut host_side);
     if let (Base::Device(_, s), Base::Device(_, d)) = (sb, db) {
         if s.device != d.device {
-            peer = Some((s, d));
+            // The source's context stays pinned (not reset) until the copy is queued; a reset
+            // after that waits for the destination's device (note_peer_reader), and so does the
+            // source's drop (note_device).
+            let pin = context::pin(s.device, s.generation, "the copy's source")?;
+            context::note_peer_reader(s.device, d.device);
+            s.note_device(d.device);
+            peer = Some((s, d, pin));
         } else if s.generation != d.generation {
             return Err(Error::ContextDestroyed {
                 what: "the copy's source",
@@ -689,16 +701,11 @@ fn copy_impl<T: DeviceRepr>(
         Height: p.extent.height,
         Depth: p.extent.depth,
     };
-    if let Some((s, d)) = peer {
-        // The source's context stays pinned (not reset) until the copy is queued; a reset
-        // after that waits for the destination's device (note_peer_reader).
-        let sp = context::pin(s.device, s.generation, "the copy's source")?;
-        context::note_peer_reader(s.device, d.device);
+    if let Some((_, d, sp)) = peer {
         let da = context::enter_handle(d.device, d.generation, "the copy's destination")?;
         let mut desc = desc;
         desc.srcContext = sp.ctx_raw();
         desc.dstContext = da.ctx_raw();
-        s.note_device(d.device);
         // SAFETY: both regions were checked against their allocations; both contexts are live
         // and the stream belongs to the destination's, which is current.
         return da.check(

@@ -164,6 +164,31 @@ fn registration_inside_a_host_function_is_refused() {
     let mut v = vec![7u32; 4096];
     let n = HostRegistration::with(&mut v, HostRegisterFlags::empty(), |reg| reg.len()).unwrap();
     assert_eq!(n, 4096);
+
+    // A CPU view that would have to wait for device work is refused inside a host function
+    // (waiting there could never finish: the copy's stream runs the host function).
+    let mut rand = rng();
+    let data = random_u32(&mut rand, 1 << 20);
+    let d = DeviceBuffer::from_slice(&data).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::new(data.len()).unwrap();
+    d.copy_to_pinned_async(&mut pinned, &s).unwrap();
+    let pinned = std::sync::Arc::new(pinned);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = pinned.clone();
+    s.launch_host_fn(move || {
+        let r = p.as_slice().map(|v| v[0]);
+        tx.send(r.map_err(|e| (e.code(), e.to_string()))).unwrap();
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    let (code, text) = rx.recv().unwrap().unwrap_err();
+    assert_eq!(code, ErrorCode::NotPermitted, "{text}");
+    assert!(text.contains("host function"), "{text}");
+    assert_same(
+        "pinned after the host function",
+        &pinned.as_slice().unwrap(),
+        &data,
+    );
 }
 
 fn zero_copy_kernel_on_mapped_memory() {

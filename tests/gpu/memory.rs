@@ -225,6 +225,22 @@ fn stream_ordered_allocation() {
         assert!(zb.iter().all(|&x| x == 0));
     }
     s.synchronize().unwrap();
+    // The per-thread default stream is a different stream on each thread that uses or drops
+    // the buffer: refused. The legacy default stream is one stream for all threads.
+    let e = DeviceBuffer::<u32>::new_async(16, &Stream::per_thread().unwrap()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert!(e.to_string().contains("per-thread"), "{e}");
+    let legacy = Stream::legacy().unwrap();
+    let host = random_u32(&mut r, 4099);
+    let d = DeviceBuffer::from_slice(&host).unwrap();
+    let mut l = DeviceBuffer::<u32>::new_async(host.len(), &legacy).unwrap();
+    l.copy_from_device_async(&d, &legacy).unwrap();
+    let got = std::thread::scope(|t| t.spawn(|| l.to_vec().unwrap()).join().unwrap());
+    assert_same(
+        "legacy-stream allocation used on another thread",
+        &got,
+        &host,
+    );
 }
 
 fn zeroed_is_zero_and_poisoned_buffers_are_overwritten() {

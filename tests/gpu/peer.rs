@@ -40,9 +40,10 @@ fn reset_of_the_source_waits_for_peer_copies() {
 }
 
 /// Managed and mapped memory of device 0 used by work of device 1: dropping it waits for that
-/// work, and device 0 cannot be reset (freeing or unmapping it) until the work is waited for.
+/// work, and a reset of device 0 (which frees or unmaps it) waits for device 1 first.
 fn host_memory_of_one_device_used_by_the_other() {
-    use cuda_runtime::{Error, HostAllocFlags, ManagedBuffer, PinnedBuffer};
+    use crate::common::random_f32;
+    use cuda_runtime::{kernels, HostAllocFlags, LaunchConfig, ManagedBuffer, PinnedBuffer};
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
     let mut r = rng();
     let n = 16 << 20;
@@ -61,30 +62,64 @@ fn host_memory_of_one_device_used_by_the_other() {
         "copy out of managed memory of device 0"
     );
 
+    // Write-combined memory belongs to device 0's context: its reset frees it.
     d0.set_current().unwrap();
     let flags = HostAllocFlags::MAPPED | HostAllocFlags::PORTABLE | HostAllocFlags::WRITE_COMBINED;
     let mut wc = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
     wc.as_mut_slice().unwrap().copy_from_slice(&data);
+    let m = 4096;
+    let small = random_f32(&mut r, m);
+    let mut wc_small = PinnedBuffer::<f32>::with_flags(m, flags).unwrap();
+    wc_small.as_mut_slice().unwrap().copy_from_slice(&small);
+    // A CPU view of it keeps the reset away.
+    {
+        let view = wc_small.as_slice().unwrap();
+        let e = d0.reset().unwrap_err();
+        assert!(
+            matches!(e, cuda_runtime::Error::ResetWhileBorrowed { device: 0, .. }),
+            "{e}"
+        );
+        assert_eq!(e.code(), ErrorCode::NotPermitted);
+        assert_eq!(&view[..], &small[..], "view survives the refused reset");
+    }
     d1.set_current().unwrap();
     let s1 = Stream::new().unwrap();
+    // Device 1 spins 300 ms, then sums device 0's mapped memory; a copy out of the large buffer
+    // follows on the same stream. The reset of device 0 must wait for both.
+    let mut sum = DeviceBuffer::<f32>::from_slice(&[f32::NAN]).unwrap();
+    kernels::spin::spin_read_sum(
+        &s1,
+        &LaunchConfig::new(1u32, 1u32),
+        &wc_small,
+        &mut sum,
+        300_000_000,
+    )
+    .unwrap();
     let mut back = DeviceBuffer::<u32>::new(n).unwrap();
     back.copy_from_device_async(&wc, &s1).unwrap();
-    let e = d0.reset().unwrap_err();
+    let t = std::time::Instant::now();
+    d0.reset().unwrap();
+    let waited = t.elapsed();
     assert!(
-        matches!(e, Error::ResetWhileBorrowed { device: 0, .. }),
-        "{e}"
+        s1.query().unwrap(),
+        "device 1's work still ran after the reset returned ({waited:?})"
     );
-    assert_eq!(e.code(), ErrorCode::NotPermitted);
-    wc.synchronize().unwrap();
+    s1.synchronize().unwrap();
+    let want: f32 = small.iter().sum();
+    let got = sum.to_vec().unwrap()[0];
+    assert!(
+        (got - want).abs() <= 1e-3 * want.abs().max(1.0),
+        "device 1 read {got}, not {want}: the memory was freed under it"
+    );
     assert_eq!(
         back.to_vec().unwrap(),
         data,
         "copy out of device 0's mapped memory"
     );
-    // Waited for: the reset may run now (and frees the write-combined memory).
-    d0.reset().unwrap();
-    drop(wc);
-    d1.set_current().unwrap();
+    // The memory died with device 0's context.
+    let e = wc.as_slice().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ContextIsDestroyed, "{e}");
+    drop((wc, wc_small));
     assert_eq!(
         back.to_vec().unwrap(),
         data,
