@@ -280,6 +280,12 @@ impl DeviceState {
     /// the crate's retain of it and clears the sticky error. Waits for calls in flight on the
     /// device to finish first.
     pub(crate) fn reset(&'static self) -> Result<()> {
+        if in_host_fn() {
+            // It would wait for other devices' work, possibly the host function's own stream.
+            return Err(Error::InHostFunction {
+                call: "cudaDeviceReset",
+            });
+        }
         // One reset at a time: while this one holds its device's write lock and waits for the
         // peer devices below, no other device's write lock is held, so entering them cannot
         // deadlock.
@@ -471,6 +477,18 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
     Ok(a)
 }
 
+/// Takes the shared lock on a device's context. Inside a host function it does not wait: a
+/// reset holding the lock may be waiting for the host function's own stream, so waiting there
+/// could never end ([`Error::InHostFunction`] instead).
+fn read_guard(dev: &'static DeviceState) -> Result<RwLockReadGuard<'static, CtxState>> {
+    if in_host_fn() {
+        return dev.ctx.try_read_recursive().ok_or(Error::InHostFunction {
+            call: "waiting for a device reset in progress",
+        });
+    }
+    Ok(dev.ctx.read_recursive())
+}
+
 /// A context kept alive (not reset) without being made current: for calls that name a second
 /// context, such as peer copies.
 pub(crate) struct Pinned {
@@ -488,7 +506,7 @@ impl Pinned {
 /// result lives; [`Error::ContextDestroyed`] when it is gone already.
 pub(crate) fn pin(ordinal: i32, generation: u64, what: &'static str) -> Result<Pinned> {
     let dev = device_state(ordinal)?;
-    let guard = dev.ctx.read_recursive();
+    let guard = read_guard(dev)?;
     if guard.generation != generation || guard.ctx.is_null() {
         return Err(Error::ContextDestroyed {
             what,
@@ -517,7 +535,7 @@ impl HostBorrow {
     /// Takes a borrow of memory made in context generation `generation` of `ordinal`.
     pub(crate) fn take(ordinal: i32, generation: u64, what: &'static str) -> Result<HostBorrow> {
         let dev = device_state(ordinal)?;
-        let guard = dev.ctx.read_recursive();
+        let guard = read_guard(dev)?;
         if guard.generation != generation || guard.ctx.is_null() {
             return Err(Error::ContextDestroyed {
                 what,

@@ -515,6 +515,14 @@ impl Device {
     /// device before the reset (streams, events, buffers, modules...) fails with
     /// [`Error::ContextDestroyed`] afterwards; the next call on the device creates a fresh
     /// primary context. A sticky error is cleared.
+    ///
+    /// Before destroying the context, waits for other devices whose work reads the device's
+    /// memory (peer copies, kernels and copies on its portable mapped or managed memory).
+    ///
+    /// # Errors
+    /// [`Error::ResetWhileBorrowed`] while a CPU view of memory the context owns (write-combined
+    /// page-locked or managed memory) is alive; [`Error::InHostFunction`] inside a host
+    /// function.
     #[doc(alias = "cudaDeviceReset")]
     pub fn reset(self) -> Result<()> {
         record(device_state(self.ordinal).and_then(|d| d.reset()))

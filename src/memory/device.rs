@@ -235,8 +235,9 @@ impl Alloc {
         // SAFETY: live event (destroyed only with the allocation); querying needs no context.
         if crate::driver::rc(unsafe { sys::cuEventQuery(order.event.get()) }) == 0 {
             // The home stream is past the allocation: every later use is ordered after it.
+            // (The streams that waited stay until the drop: dropping a stream's last handle
+            // here could bind its context in place of the caller's.)
             order.done = true;
-            order.waited = Vec::new();
             return Ok(());
         }
         let a = context::enter_live(by.0, by.1)?.ok_or(Error::ContextDestroyed {

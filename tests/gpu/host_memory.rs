@@ -189,6 +189,21 @@ fn registration_inside_a_host_function_is_refused() {
         &pinned.as_slice().unwrap(),
         &data,
     );
+
+    // So is a device reset (it waits for device work, possibly the host function's own).
+    let dev = cuda_runtime::Device::current().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    s.launch_host_fn(move || {
+        tx.send(dev.reset().map_err(|e| e.code())).unwrap();
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(rx.recv().unwrap(), Err(ErrorCode::NotPermitted));
+    assert_same(
+        "pinned after the refused reset",
+        &pinned.as_slice().unwrap(),
+        &data,
+    );
 }
 
 fn zero_copy_kernel_on_mapped_memory() {
