@@ -28,6 +28,13 @@ pub(crate) struct CtxState {
     pub(crate) generation: u64,
 }
 
+impl CtxState {
+    /// Whether this is the live activation `generation`.
+    fn is(&self, generation: u64) -> bool {
+        self.generation == generation && !self.ctx.is_null()
+    }
+}
+
 /// Everything the crate keeps per device.
 pub(crate) struct DeviceState {
     pub(crate) ordinal: i32,
@@ -344,7 +351,7 @@ pub(crate) fn enter(ordinal: i32) -> Result<Active> {
 pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
     let dev = device_state(ordinal)?;
     let guard = dev.ctx.read_recursive();
-    if guard.generation != generation || guard.ctx.is_null() {
+    if !guard.is(generation) {
         return Ok(None);
     }
     if THREAD.with(|t| t.bound.get()) != generation {
@@ -507,7 +514,7 @@ impl Pinned {
 pub(crate) fn pin(ordinal: i32, generation: u64, what: &'static str) -> Result<Pinned> {
     let dev = device_state(ordinal)?;
     let guard = read_guard(dev)?;
-    if guard.generation != generation || guard.ctx.is_null() {
+    if !guard.is(generation) {
         return Err(Error::ContextDestroyed {
             what,
             device: ordinal,
@@ -534,14 +541,9 @@ impl std::fmt::Debug for HostBorrow {
 impl HostBorrow {
     /// Takes a borrow of memory made in context generation `generation` of `ordinal`.
     pub(crate) fn take(ordinal: i32, generation: u64, what: &'static str) -> Result<HostBorrow> {
+        // Counted under the shared lock, which a reset's check of the count excludes.
+        let _pinned = pin(ordinal, generation, what)?;
         let dev = device_state(ordinal)?;
-        let guard = read_guard(dev)?;
-        if guard.generation != generation || guard.ctx.is_null() {
-            return Err(Error::ContextDestroyed {
-                what,
-                device: ordinal,
-            });
-        }
         dev.host_borrows.fetch_add(1, Ordering::AcqRel);
         Ok(HostBorrow { dev })
     }
@@ -555,10 +557,7 @@ impl Drop for HostBorrow {
 
 /// Whether the context generation `generation` of device `ordinal` is still alive.
 pub(crate) fn is_live(ordinal: i32, generation: u64) -> bool {
-    device_state(ordinal).is_ok_and(|d| {
-        let g = d.ctx.read_recursive();
-        g.generation == generation && !g.ctx.is_null()
-    })
+    device_state(ordinal).is_ok_and(|d| d.ctx.read_recursive().is(generation))
 }
 
 /// Releases driver state of a handle from `Drop`: runs `f` in the handle's context if that

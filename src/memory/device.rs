@@ -290,6 +290,23 @@ impl Alloc {
         Ok(Keep::NONE)
     }
 
+    /// For a kernel argument on `stream`: checks that the kernel may use (and, when `write`,
+    /// write) the memory and notes the use; the guard is held until the launch.
+    #[inline]
+    fn kernel_use(&self, stream: &Stream, write: bool) -> Result<Keep> {
+        let keep = self.check_stream(stream, "kernel launch")?;
+        if let (true, Some(h)) = (write, &self.host) {
+            h.check_writable("kernel launch")?;
+        }
+        self.used_on(
+            Some(stream),
+            (stream.inner.device, stream.inner.generation),
+            stream.as_raw(),
+            write,
+        )?;
+        Ok(keep)
+    }
+
     fn enter(&self) -> Result<Active> {
         context::enter_handle(self.device, self.generation, "device buffer")
     }
@@ -445,14 +462,7 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
     #[doc(hidden)]
     #[inline]
     fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize, Keep)> {
-        let a = self.allocation();
-        let keep = a.check_stream(stream, "kernel launch")?;
-        a.used_on(
-            Some(stream),
-            (stream.inner.device, stream.inner.generation),
-            stream.as_raw(),
-            false,
-        )?;
+        let keep = self.allocation().kernel_use(stream, false)?;
         Ok((self.device_ptr(), self.len(), keep))
     }
 }
@@ -463,17 +473,7 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
     #[doc(hidden)]
     #[inline]
     fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize, Keep)> {
-        let a = self.allocation();
-        let keep = a.check_stream(stream, "kernel launch")?;
-        if let Some(h) = &a.host {
-            h.check_writable("kernel launch")?;
-        }
-        a.used_on(
-            Some(stream),
-            (stream.inner.device, stream.inner.generation),
-            stream.as_raw(),
-            true,
-        )?;
+        let keep = self.allocation().kernel_use(stream, true)?;
         Ok((self.device_ptr(), self.len(), keep))
     }
 }

@@ -94,9 +94,11 @@ fn pinned_cpu_access_waits_for_the_kernel() {
     .unwrap();
     let got = out.as_slice().unwrap()[0];
     let want: f32 = src.iter().sum();
-    assert!(
-        (got - want).abs() <= 1e-3 * want.abs().max(1.0),
-        "the CPU read {got} before the kernel wrote {want}"
+    assert_close(
+        "the CPU read before the kernel wrote",
+        &[got],
+        &[want],
+        1e-3,
     );
     // Unmapped page-locked memory cannot be a kernel argument.
     let mut plain = PinnedBuffer::<u32>::new(16).unwrap();
@@ -136,12 +138,8 @@ fn concurrent_cpu_views_all_wait_for_the_writer() {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        for g in got {
-            assert!(
-                (g - want).abs() <= 1e-3 * want.abs().max(1.0),
-                "a thread read {g} before the kernel wrote {want}"
-            );
-        }
+        let wants = vec![want; got.len()];
+        assert_close("a thread read before the kernel wrote", &got, &wants, 1e-3);
     }
 }
 
