@@ -404,6 +404,7 @@ pub fn generate(
         let mut args = Vec::new();
         let mut setup = Vec::new();
         let mut ptrs = Vec::new();
+        let mut uses = Vec::new();
         let mut i = 0;
         while i < k.params.len() {
             let p = &k.params[i];
@@ -415,7 +416,7 @@ pub fn generate(
                         p.name
                     ));
                     setup.push(format!(
-                        "let (mut {n}_ptr, mut {n}_len, _{n}_keep) = crate::DeviceRead::kernel_arg({n}, stream)?;",
+                        "let (mut {n}_ptr, mut {n}_len, {n}_use) = crate::DeviceRead::kernel_arg({n});",
                         n = p.name
                     ));
                 } else {
@@ -424,10 +425,11 @@ pub fn generate(
                         p.name
                     ));
                     setup.push(format!(
-                        "let (mut {n}_ptr, mut {n}_len, _{n}_keep) = crate::DeviceWrite::kernel_arg_mut({n}, stream)?;",
+                        "let (mut {n}_ptr, mut {n}_len, {n}_use) = crate::DeviceWrite::kernel_arg_mut({n});",
                         n = p.name
                     ));
                 }
+                uses.push(format!("{}_use", p.name));
                 ptrs.push(format!(
                     "&mut {}_ptr as *mut u64 as *mut ::core::ffi::c_void",
                     p.name
@@ -492,13 +494,17 @@ pub fn generate(
             );
         } else {
             let _ = writeln!(o, "        // SAFETY: the parameter sizes were checked against the PTX at build time; every");
-            let _ = writeln!(o, "        // pointer is a live allocation of the stream's device with its length, borrowed for the");
-            let _ = writeln!(o, "        // call and freed only in stream order after the kernel; the kernel stays below each length.");
+            let _ = writeln!(o, "        // pointer is a live allocation with its length, checked and noted as used by the launch");
+            let _ = writeln!(
+                o,
+                "        // (freed only after the kernel); the kernel stays below each length."
+            );
         }
         let _ = writeln!(
             o,
-            "        unsafe {{ {}.launch(stream, config, &mut params) }}",
-            upper(&k.name)
+            "        unsafe {{ {}.launch(stream, config, &[{}], &mut params) }}",
+            upper(&k.name),
+            uses.join(", ")
         );
         let _ = writeln!(o, "    }}");
     }

@@ -19,6 +19,8 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::driver::{self, sys, Raw};
 use crate::error::{DeferredError, Error, ErrorCode, Result};
+use crate::queue::{Queue, QueueKind};
+use std::sync::Arc;
 
 /// The state of one device's primary context.
 pub(crate) struct CtxState {
@@ -50,6 +52,8 @@ pub(crate) struct DeviceState {
     /// Devices (bit per ordinal, bit 63 for 63 and above) whose streams were given peer copies
     /// reading this device's memory: a reset waits for them first.
     peer_readers: AtomicU64,
+    /// The legacy default stream's queue of the live context activation.
+    legacy: Mutex<Option<Arc<Queue>>>,
 }
 
 struct Runtime {
@@ -90,6 +94,7 @@ fn runtime() -> Result<&'static Runtime> {
                     launch_limits: OnceLock::new(),
                     host_borrows: AtomicUsize::new(0),
                     peer_readers: AtomicU64::new(0),
+                    legacy: Mutex::new(None),
                 });
             }
             Ok(Runtime {
@@ -172,7 +177,39 @@ impl Active {
         }
     }
 
-    /// Fails unless the context is the one a handle was made in.
+    /// Makes this context current again after a call that entered another one while this entry
+    /// was held.
+    #[inline]
+    pub(crate) fn rebind(&self) -> Result<()> {
+        if THREAD.with(|t| t.bound.get()) != self.guard.generation {
+            // SAFETY: the context is retained and cannot be reset while `guard` is held.
+            driver::check(
+                unsafe { sys::cuCtxSetCurrent(self.guard.ctx.0) },
+                "cuCtxSetCurrent",
+            )?;
+            THREAD.with(|t| t.bound.set(self.guard.generation));
+        }
+        Ok(())
+    }
+
+    /// The queue of this context's legacy default stream.
+    pub(crate) fn legacy_queue(&self) -> Arc<Queue> {
+        let mut l = self.dev.legacy.lock();
+        match &*l {
+            Some(q) if q.generation == self.guard.generation => q.clone(),
+            _ => {
+                let q = Arc::new(Queue::new(
+                    0x1usize as sys::CUstream,
+                    self.dev.ordinal,
+                    self.guard.generation,
+                    QueueKind::Legacy,
+                ));
+                *l = Some(q.clone());
+                q
+            }
+        }
+    }
+
     /// The raw context handle.
     #[inline]
     pub(crate) fn ctx_raw(&self) -> sys::CUcontext {
@@ -260,6 +297,13 @@ impl DeviceState {
 
     /// Makes the primary context active and current on this thread and holds it against reset.
     pub(crate) fn enter(&'static self) -> Result<Active> {
+        if in_host_fn() {
+            // The runtime forbids CUDA calls in host functions; waiting for the context lock
+            // there could also wait for a reset that waits for this very host function.
+            return Err(Error::InHostFunction {
+                call: "a CUDA call inside a host function",
+            });
+        }
         loop {
             let guard = self.ctx.read_recursive();
             if guard.ctx.is_null() {
@@ -350,7 +394,7 @@ pub(crate) fn enter(ordinal: i32) -> Result<Active> {
 /// and the handle's driver state died with it.
 pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
     let dev = device_state(ordinal)?;
-    let guard = dev.ctx.read_recursive();
+    let guard = read_guard(dev)?;
     if !guard.is(generation) {
         return Ok(None);
     }
@@ -526,11 +570,14 @@ pub(crate) fn pin(ordinal: i32, generation: u64, what: &'static str) -> Result<P
 /// A borrow of host memory that depends on a context: a CPU view of memory the context owns
 /// (`cuMemHostAlloc`, `cuMemAllocManaged`). While one lives, [`DeviceState::reset`] refuses to
 /// run, since it would free the memory under the borrow.
-pub(crate) struct HostBorrow {
+pub(crate) struct HostBorrow<'a> {
     dev: &'static DeviceState,
+    /// The allocation's own count of views: when the allocation is freed, views still counted
+    /// (forgotten with `mem::forget`) are taken off the device's count ([`forget_borrows`]).
+    views: &'a AtomicUsize,
 }
 
-impl std::fmt::Debug for HostBorrow {
+impl std::fmt::Debug for HostBorrow<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostBorrow")
             .field("device", &self.dev.ordinal)
@@ -538,20 +585,38 @@ impl std::fmt::Debug for HostBorrow {
     }
 }
 
-impl HostBorrow {
-    /// Takes a borrow of memory made in context generation `generation` of `ordinal`.
-    pub(crate) fn take(ordinal: i32, generation: u64, what: &'static str) -> Result<HostBorrow> {
+impl<'a> HostBorrow<'a> {
+    /// Takes a borrow of memory made in context generation `generation` of `ordinal`, counted
+    /// on the device and in the allocation's `views`.
+    pub(crate) fn take(
+        ordinal: i32,
+        generation: u64,
+        what: &'static str,
+        views: &'a AtomicUsize,
+    ) -> Result<HostBorrow<'a>> {
         // Counted under the shared lock, which a reset's check of the count excludes.
         let _pinned = pin(ordinal, generation, what)?;
         let dev = device_state(ordinal)?;
         dev.host_borrows.fetch_add(1, Ordering::AcqRel);
-        Ok(HostBorrow { dev })
+        views.fetch_add(1, Ordering::AcqRel);
+        Ok(HostBorrow { dev, views })
     }
 }
 
-impl Drop for HostBorrow {
+impl Drop for HostBorrow<'_> {
     fn drop(&mut self) {
+        self.views.fetch_sub(1, Ordering::AcqRel);
         self.dev.host_borrows.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Takes `n` views that were forgotten (never dropped) off device `ordinal`'s count, when the
+/// memory they viewed is freed: they can no longer be used, so they must not block a reset.
+pub(crate) fn forget_borrows(ordinal: i32, n: usize) {
+    if n > 0 {
+        if let Ok(dev) = device_state(ordinal) {
+            dev.host_borrows.fetch_sub(n, Ordering::AcqRel);
+        }
     }
 }
 

@@ -108,11 +108,10 @@ impl Event {
         context::enter_handle(self.device, self.generation, "event")
     }
 
-    /// The raw handle after checking that the event survived every reset.
-    pub(crate) fn checked_raw(&self) -> Result<sys::CUevent> {
-        let a = self.enter()?;
-        drop(a);
-        Ok(self.raw.0)
+    /// The raw handle, with the event's context kept from a reset while the pin lives.
+    pub(crate) fn pinned_raw(&self) -> Result<(context::Pinned, sys::CUevent)> {
+        let pin = context::pin(self.device, self.generation, "event")?;
+        Ok((pin, self.raw.0))
     }
 
     /// Records the event in `stream` (`cudaEventRecord`): it completes when all work queued in
@@ -132,13 +131,19 @@ impl Event {
                     expected: self.device,
                 });
             }
-            let a = self.enter()?;
-            a.expect_generation(stream.inner.generation, "stream")?;
-            // SAFETY: event and stream are live in the current context.
-            a.check(
-                unsafe { sys::cuEventRecord(self.raw.0, stream.as_raw()) },
-                "cuEventRecord",
-            )
+            if stream.inner.generation != self.generation {
+                return Err(Error::ContextDestroyed {
+                    what: "event or stream",
+                    device: self.device,
+                });
+            }
+            let lane = stream.lane()?;
+            let ev = self.raw.0;
+            lane.submit("cudaEventRecord", &[], |a, raw| {
+                // SAFETY: event and stream are live in the current context (same generation,
+                // entered).
+                a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord")
+            })
         })())
     }
 

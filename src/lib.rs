@@ -53,6 +53,7 @@ pub use error::{
 pub mod event;
 pub mod kernels;
 pub mod memory;
+mod queue;
 pub mod stream;
 
 pub use event::{Event, EventFlags};

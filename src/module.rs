@@ -14,9 +14,11 @@ use crate::device::CacheConfig;
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
 use crate::launch::{self, LaunchConfig};
+use crate::memory::DeviceWrite;
+use crate::queue::Use;
 use crate::stream::Stream;
 use crate::symbol::Symbol;
-use crate::DeviceRepr;
+use crate::{DeviceRead, DeviceRepr};
 
 /// Loads a module image (PTX with a NUL, cubin or fatbin) into the current context, with the
 /// JIT's error log in the error.
@@ -194,28 +196,34 @@ impl EmbeddedKernel {
         })())
     }
 
-    /// Launches the kernel with raw parameters (used by the generated wrappers).
+    /// Launches the kernel with raw parameters (used by the generated wrappers). The memory in
+    /// `uses` is checked and its use noted through the crate's one enqueue path.
     ///
     /// # Safety
     /// 1. `params` has one pointer per kernel parameter, each to a value of that parameter's
     ///    size and type;
     /// 2. every device address among them refers to memory the kernel may access for the whole
-    ///    time it runs, within the bounds the kernel respects.
+    ///    time it runs (memory named in `uses` is kept so), within the bounds the kernel
+    ///    respects.
     #[doc(hidden)]
     #[inline]
     pub unsafe fn launch(
         &self,
         stream: &Stream,
         config: &LaunchConfig,
+        uses: &[Use<'_>],
         params: &mut [*mut c_void],
     ) -> Result<()> {
         record((|| {
-            let a = stream.enter_for_submit("cudaLaunchKernel")?;
-            launch::validate(config, &a.dev.launch_limits()?)?;
-            let f = self.resolve(&a)?;
-            // SAFETY: the caller guarantees the parameters (1, 2); the configuration was
-            // validated; the stream is live in the current context.
-            unsafe { raw_launch(&a, f, stream, config, params, false) }
+            let lane = stream.lane_for_submit("cudaLaunchKernel")?;
+            launch::validate(config, &lane.a.dev.launch_limits()?)?;
+            let f = self.resolve(&lane.a)?;
+            lane.submit("kernel launch", uses, |a, raw| {
+                // SAFETY: the caller guarantees the parameters (1, 2); the configuration was
+                // validated; the stream is live in the current context; the memory in `uses`
+                // was checked by `submit`.
+                unsafe { raw_launch(a, f, raw, config, params, false) }
+            })
         })())
     }
 }
@@ -229,7 +237,7 @@ impl EmbeddedKernel {
 unsafe fn raw_launch(
     a: &Active,
     f: sys::CUfunction,
-    stream: &Stream,
+    stream: sys::CUstream,
     c: &LaunchConfig,
     params: &mut [*mut c_void],
     cooperative: bool,
@@ -252,7 +260,7 @@ unsafe fn raw_launch(
                     c.block.y,
                     c.block.z,
                     c.shared_mem_bytes,
-                    stream.as_raw(),
+                    stream,
                     p,
                 )
             },
@@ -271,7 +279,7 @@ unsafe fn raw_launch(
                     c.block.y,
                     c.block.z,
                     c.shared_mem_bytes,
-                    stream.as_raw(),
+                    stream,
                     p,
                     std::ptr::null_mut(),
                 )
@@ -513,21 +521,57 @@ impl std::fmt::Debug for Function {
 }
 
 /// One kernel argument for [`Function::launch`]: a reference to a value of the parameter's
-/// type, checked by size against the kernel's parameter list.
-#[derive(Clone, Copy, Debug)]
+/// type, checked by size against the kernel's parameter list, or device memory passed by its
+/// address, whose use by the kernel the crate notes (its drop, CPU views and other queues then
+/// wait for the kernel, as for the crate's own kernels).
+#[derive(Clone, Copy)]
 pub struct KernelArg<'a> {
     ptr: *const c_void,
     size: usize,
+    used: Option<Use<'a>>,
     _borrow: PhantomData<&'a ()>,
+}
+
+impl std::fmt::Debug for KernelArg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelArg")
+            .field("size", &self.size)
+            .field("memory", &self.used.map(|u| (u.alloc.ptr, u.write)))
+            .finish()
+    }
 }
 
 impl<'a> KernelArg<'a> {
     /// An argument passed by value: `value` is copied into the kernel's parameter buffer at
-    /// launch. For a device pointer pass its address, e.g. `&buffer.as_raw()` bound to a local.
+    /// launch. Pass device memory with [`read`](Self::read) / [`write`](Self::write) instead,
+    /// so that its use is noted.
     pub fn new<T: Copy>(value: &'a T) -> KernelArg<'a> {
         KernelArg {
             ptr: (value as *const T).cast(),
             size: std::mem::size_of::<T>(),
+            used: None,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Device memory the kernel reads, passed as its address (a `const T*` parameter). The
+    /// launch checks that the memory may be used on the stream and notes the use.
+    pub fn read<T: DeviceRepr>(memory: &'a (impl DeviceRead<T> + ?Sized)) -> KernelArg<'a> {
+        KernelArg {
+            ptr: (memory.ptr_ref() as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            used: Some(Use::device(memory.allocation(), false)),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Device memory the kernel may write, passed as its address (a `T*` parameter).
+    pub fn write<T: DeviceRepr>(memory: &'a mut (impl DeviceWrite<T> + ?Sized)) -> KernelArg<'a> {
+        let memory: &'a _ = memory;
+        KernelArg {
+            ptr: (memory.ptr_ref() as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            used: Some(Use::device(memory.allocation(), true)),
             _borrow: PhantomData,
         }
     }
@@ -814,7 +858,8 @@ impl Function {
         } else {
             "cudaLaunchKernel"
         };
-        let a = stream.enter_for_submit(call)?;
+        let lane = stream.lane_for_submit(call)?;
+        let a = &lane.a;
         a.expect_generation(self.generation, "function")?;
         if a.dev.ordinal != self.device {
             return Err(Error::DeviceMismatch {
@@ -826,7 +871,7 @@ impl Function {
         }
         launch::validate(config, &a.dev.launch_limits()?)?;
         if cooperative {
-            self.check_cooperative(&a, config)?;
+            self.check_cooperative(a, config)?;
         }
         // Up to 32 arguments live on the stack; more are rare enough to allocate.
         let mut stack = [std::ptr::null_mut::<c_void>(); 32];
@@ -840,9 +885,14 @@ impl Function {
             heap.extend(args.iter().map(|a| a.ptr as *mut c_void));
             &mut heap
         };
-        // SAFETY: the argument count and sizes match the kernel's parameters (checked above);
-        // what the values mean to the kernel is the caller's promise (see `launch`).
-        unsafe { raw_launch(&a, self.raw.0, stream, config, ptrs, cooperative) }
+        let uses: Vec<Use<'_>> = args.iter().filter_map(|a| a.used).collect();
+        let f = self.raw.0;
+        lane.submit(call, &uses, |a, raw| {
+            // SAFETY: the argument count and sizes match the kernel's parameters (checked
+            // above); what the values mean to the kernel is the caller's promise (see
+            // `launch`).
+            unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
+        })
     }
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {

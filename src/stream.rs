@@ -20,6 +20,7 @@ use crate::context::{self, Active};
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::event::Event;
+use crate::queue::{Lane, Queue, QueueKind};
 
 bitflags! {
     /// Stream creation flags (`cudaStreamCreateWithFlags`).
@@ -89,6 +90,9 @@ pub(crate) struct StreamInner {
     pub(crate) device: i32,
     pub(crate) generation: u64,
     pub(crate) kind: Kind,
+    /// The queue's identity, for created and legacy streams (a per-thread stream is resolved to
+    /// the submitting thread's own queue).
+    queue: Option<Arc<Queue>>,
     /// Panics of host functions, reported by the next synchronize or query.
     host_panics: Arc<Mutex<Vec<String>>>,
 }
@@ -122,16 +126,17 @@ impl Eq for Stream {}
 
 fn special(kind: Kind) -> Result<Stream> {
     let a = context::enter_current()?;
-    let raw = match kind {
-        Kind::Legacy => 0x1usize,
-        _ => 0x2usize,
-    } as sys::CUstream;
+    let (raw, queue) = match kind {
+        Kind::Legacy => (0x1usize, Some(a.legacy_queue())),
+        _ => (0x2usize, None),
+    };
     Ok(Stream {
         inner: Arc::new(StreamInner {
-            raw: Raw(raw),
+            raw: Raw(raw as sys::CUstream),
             device: a.dev.ordinal,
             generation: a.generation(),
             kind,
+            queue,
             host_panics: Arc::default(),
         }),
     })
@@ -165,12 +170,14 @@ impl Stream {
                 unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.bits(), priority) },
                 "cuStreamCreateWithPriority",
             )?;
+            let queue = Queue::new(raw, a.dev.ordinal, a.generation(), QueueKind::Owned);
             Ok(Stream {
                 inner: Arc::new(StreamInner {
                     raw: Raw(raw),
                     device: a.dev.ordinal,
                     generation: a.generation(),
                     kind: Kind::Owned,
+                    queue: Some(Arc::new(queue)),
                     host_panics: Arc::default(),
                 }),
             })
@@ -227,6 +234,31 @@ impl Stream {
         self.enter()
     }
 
+    /// Enters the stream's device and resolves the queue work submitted now goes to.
+    #[inline]
+    pub(crate) fn lane(&self) -> Result<Lane<'_>> {
+        let a = self.enter()?;
+        Ok(self.lane_in(a))
+    }
+
+    /// As [`lane`](Self::lane), for work that must be submitted from the stream's device.
+    #[inline]
+    pub(crate) fn lane_for_submit(&self, call: &'static str) -> Result<Lane<'_>> {
+        let a = self.enter_for_submit(call)?;
+        Ok(self.lane_in(a))
+    }
+
+    #[inline]
+    fn lane_in(&self, a: Active) -> Lane<'_> {
+        match &self.inner.queue {
+            Some(q) => Lane::new(a, q),
+            None => {
+                let q = per_thread_queue(&a);
+                Lane::new_owned(a, q)
+            }
+        }
+    }
+
     /// The stream's flags (`cudaStreamGetFlags`).
     #[doc(alias = "cudaStreamGetFlags")]
     pub fn flags(&self) -> Result<StreamFlags> {
@@ -279,6 +311,10 @@ impl Stream {
                 unsafe { sys::cuStreamSynchronize(self.as_raw()) },
                 "cuStreamSynchronize",
             )?;
+            match &self.inner.queue {
+                Some(q) => q.synchronized(),
+                None => per_thread_queue(&a).synchronized(),
+            }
             self.take_host_panic()
         })())
     }
@@ -305,13 +341,17 @@ impl Stream {
     #[doc(alias = "cudaStreamWaitEvent")]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         record((|| {
-            let raw_event = event.checked_raw()?;
-            let a = self.enter()?;
-            // SAFETY: live stream and event; flags 0.
-            a.check(
-                unsafe { sys::cuStreamWaitEvent(self.as_raw(), raw_event, 0) },
-                "cuStreamWaitEvent",
-            )
+            // The event's context stays pinned (not reset) until the wait is queued: a reset
+            // in between would hand the driver a destroyed event.
+            let (_pin, raw_event) = event.pinned_raw()?;
+            let lane = self.lane()?;
+            lane.submit("cudaStreamWaitEvent", &[], |a, raw| {
+                // SAFETY: live stream of the current context; live event (pinned); flags 0.
+                a.check(
+                    unsafe { sys::cuStreamWaitEvent(raw, raw_event, 0) },
+                    "cuStreamWaitEvent",
+                )
+            })
         })())
     }
 
@@ -324,7 +364,7 @@ impl Stream {
     #[doc(alias = "cudaLaunchHostFunc")]
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         record((|| {
-            let a = self.enter_for_submit("cudaLaunchHostFunc")?;
+            let lane = self.lane_for_submit("cudaLaunchHostFunc")?;
             // One allocation per call: the closure and the panic slot, taken back by the
             // trampoline monomorphised for `F`.
             let payload = Box::new(HostFn {
@@ -332,14 +372,16 @@ impl Stream {
                 panics: self.inner.host_panics.clone(),
             });
             let data = Box::into_raw(payload);
-            // SAFETY: `data` is a leaked box that `host_fn_trampoline::<F>` takes back exactly
-            // once; on failure the driver never calls it and we take it back here.
-            let r = a.check(
-                unsafe {
-                    sys::cuLaunchHostFunc(self.as_raw(), Some(host_fn_trampoline::<F>), data.cast())
-                },
-                "cuLaunchHostFunc",
-            );
+            let r = lane.submit("cudaLaunchHostFunc", &[], |a, raw| {
+                // SAFETY: `data` is a leaked box that `host_fn_trampoline::<F>` takes back
+                // exactly once; on failure the driver never calls it and we take it back below.
+                a.check(
+                    unsafe {
+                        sys::cuLaunchHostFunc(raw, Some(host_fn_trampoline::<F>), data.cast())
+                    },
+                    "cuLaunchHostFunc",
+                )
+            });
             if r.is_err() {
                 // SAFETY: the driver refused the call, so it holds no reference to `data`.
                 drop(unsafe { Box::from_raw(data) });
@@ -379,17 +421,54 @@ fn default_kind() -> Kind {
     }
 }
 
+thread_local! {
+    /// This thread's per-thread default streams, one queue per context activation.
+    static PER_THREAD: std::cell::RefCell<Vec<Arc<Queue>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's per-thread default stream's queue in the entered context.
+pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
+    let (device, generation) = a.id();
+    let make = || {
+        Arc::new(Queue::new(
+            per_thread_raw(),
+            device,
+            generation,
+            QueueKind::PerThread,
+        ))
+    };
+    PER_THREAD
+        .try_with(|v| {
+            let Ok(mut v) = v.try_borrow_mut() else {
+                return make();
+            };
+            if let Some(q) = v
+                .iter()
+                .find(|q| q.device == device && q.generation == generation)
+            {
+                return q.clone();
+            }
+            v.retain(|q| q.device != device);
+            let q = make();
+            v.push(q.clone());
+            q
+        })
+        // Called from a thread-local destructor: a queue of its own (its uses are fenced).
+        .unwrap_or_else(|_| make())
+}
+
+/// The queue of "stream 0" of the entered context under the process's mode.
+pub(crate) fn default_queue(a: &Active) -> Arc<Queue> {
+    match default_kind() {
+        Kind::PerThread => per_thread_queue(a),
+        _ => a.legacy_queue(),
+    }
+}
+
 /// The raw handle of the per-thread default stream (`CU_STREAM_PER_THREAD`).
 pub(crate) fn per_thread_raw() -> sys::CUstream {
     0x2usize as sys::CUstream
-}
-
-/// The raw handle of "stream 0" under the process's mode (for synchronous calls).
-pub(crate) fn default_raw() -> sys::CUstream {
-    match default_kind() {
-        Kind::PerThread => 0x2usize as sys::CUstream,
-        _ => 0x1usize as sys::CUstream,
-    }
 }
 
 impl Drop for StreamInner {

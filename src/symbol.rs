@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::context::{self, Active};
 use crate::driver::{self, sys};
 use crate::error::{record, Error, Result};
+use crate::queue::Lane;
 use crate::stream::{self, Stream};
 use crate::DeviceRepr;
 
@@ -95,7 +96,7 @@ impl<T: DeviceRepr> Symbol<T> {
         &self.name
     }
 
-    fn enter(&self, stream: Option<&Stream>) -> Result<(Active, sys::CUstream)> {
+    fn enter<'s>(&self, stream: Option<&'s Stream>) -> Result<Lane<'s>> {
         match stream {
             Some(s) => {
                 if s.inner.device != self.device {
@@ -106,52 +107,62 @@ impl<T: DeviceRepr> Symbol<T> {
                         expected: s.inner.device,
                     });
                 }
-                let a = s.enter()?;
-                a.expect_generation(self.generation, "symbol")?;
-                Ok((a, s.as_raw()))
+                let lane = s.lane()?;
+                lane.a.expect_generation(self.generation, "symbol")?;
+                Ok(lane)
             }
-            None => Ok((
-                context::enter_handle(self.device, self.generation, "symbol")?,
-                stream::default_raw(),
-            )),
+            None => {
+                let a = context::enter_handle(self.device, self.generation, "symbol")?;
+                let q = stream::default_queue(&a);
+                Ok(Lane::new_owned(a, q))
+            }
         }
     }
 
     fn write(&self, value: &T, stream: Option<&Stream>) -> Result<()> {
-        let (a, raw) = self.enter(stream)?;
+        let lane = self.enter(stream)?;
         let bytes = bytemuck::bytes_of(value);
-        // SAFETY: the symbol is `size_of::<T>()` bytes of live device memory of this context
-        // (checked at lookup); `value` is borrowed for the call.
-        a.check(
-            unsafe { sys::cuMemcpyHtoDAsync_v2(self.ptr, bytes.as_ptr().cast(), bytes.len(), raw) },
-            "cuMemcpyHtoDAsync",
-        )?;
-        // `value` may be page-locked memory read later by the DMA engine; synchronous calls
-        // wait anyway. Waiting keeps the borrow honest in both cases.
-        // SAFETY: live stream of the current context.
-        a.check(
-            unsafe { sys::cuStreamSynchronize(raw) },
-            "cuStreamSynchronize",
-        )
+        let ptr = self.ptr;
+        lane.submit("cudaMemcpyToSymbol", &[], |a, raw| {
+            // SAFETY: the symbol is `size_of::<T>()` bytes of live device memory of this
+            // context (checked at lookup); `value` is borrowed for the call.
+            a.check(
+                unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), bytes.len(), raw) },
+                "cuMemcpyHtoDAsync",
+            )?;
+            // `value` may be page-locked memory read later by the DMA engine; synchronous
+            // calls wait anyway. Waiting keeps the borrow honest in both cases.
+            // SAFETY: live stream of the current context.
+            a.check(
+                unsafe { sys::cuStreamSynchronize(raw) },
+                "cuStreamSynchronize",
+            )
+        })?;
+        lane.synchronized();
+        Ok(())
     }
 
     fn read(&self, stream: Option<&Stream>) -> Result<T> {
-        let (a, raw) = self.enter(stream)?;
+        let lane = self.enter(stream)?;
         let mut value = T::zeroed();
         let bytes = bytemuck::bytes_of_mut(&mut value);
-        // SAFETY: as in `write`; `value` is exclusively borrowed and any bit pattern is a valid
-        // `T`.
-        a.check(
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(bytes.as_mut_ptr().cast(), self.ptr, bytes.len(), raw)
-            },
-            "cuMemcpyDtoHAsync",
-        )?;
-        // SAFETY: live stream of the current context.
-        a.check(
-            unsafe { sys::cuStreamSynchronize(raw) },
-            "cuStreamSynchronize",
-        )?;
+        let ptr = self.ptr;
+        lane.submit("cudaMemcpyFromSymbol", &[], |a, raw| {
+            // SAFETY: as in `write`; `value` is exclusively borrowed and any bit pattern is a
+            // valid `T`.
+            a.check(
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(bytes.as_mut_ptr().cast(), ptr, bytes.len(), raw)
+                },
+                "cuMemcpyDtoHAsync",
+            )?;
+            // SAFETY: live stream of the current context.
+            a.check(
+                unsafe { sys::cuStreamSynchronize(raw) },
+                "cuStreamSynchronize",
+            )
+        })?;
+        lane.synchronized();
         Ok(value)
     }
 

@@ -328,9 +328,16 @@ impl Device {
     }
 
     fn synchronize_inner(self) -> Result<()> {
-        let a = context::enter(self.ordinal)?;
-        // SAFETY: the context is current.
-        a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        {
+            let a = context::enter(self.ordinal)?;
+            // SAFETY: the context is current.
+            a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+        }
+        // Every use is complete now: memory dropped earlier goes back to the driver before
+        // this returns (bounded: a free stuck behind another thread's new work is left to the
+        // reclaimer).
+        crate::queue::reclaim(self.ordinal, std::time::Duration::from_millis(500));
+        Ok(())
     }
 
     /// Sets the device flags (`cudaSetDeviceFlags` with this device current). The flags apply to

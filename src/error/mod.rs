@@ -357,7 +357,13 @@ thread_local! {
 
 /// Records `e` as the calling thread's last error.
 pub(crate) fn set_last_error(e: &Error) {
-    LAST_ERROR.with(|l| *l.borrow_mut() = Some(e.clone()));
+    // `try_with`: a call made from another thread-local's destructor, after this one is gone,
+    // still returns its error; only the record is lost (never a panic in a TLS destructor).
+    let _ = LAST_ERROR.try_with(|l| {
+        if let Ok(mut slot) = l.try_borrow_mut() {
+            *slot = Some(e.clone());
+        }
+    });
 }
 
 /// Records the error of `r`, if any, as the calling thread's last error, and passes `r` on.
@@ -375,14 +381,20 @@ pub(crate) fn record<T>(r: Result<T>) -> Result<T> {
 /// later call on its device still fails.
 #[doc(alias = "cudaGetLastError")]
 pub fn get_last_error() -> Option<Error> {
-    LAST_ERROR.with(|l| l.borrow_mut().take())
+    LAST_ERROR
+        .try_with(|l| l.try_borrow_mut().ok().and_then(|mut s| s.take()))
+        .ok()
+        .flatten()
 }
 
 /// Returns the last error of any call made by this thread without clearing it
 /// (`cudaPeekAtLastError`).
 #[doc(alias = "cudaPeekAtLastError")]
 pub fn peek_at_last_error() -> Option<Error> {
-    LAST_ERROR.with(|l| l.borrow().clone())
+    LAST_ERROR
+        .try_with(|l| l.try_borrow().ok().and_then(|s| s.clone()))
+        .ok()
+        .flatten()
 }
 
 /// An error met where it could not be returned (in `Drop`), kept on its device with the call that

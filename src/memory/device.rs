@@ -3,57 +3,41 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 
 use super::host::{host_side, HostSide, PageLocked};
 use super::staging;
 use super::DeviceRepr;
 use crate::context::{self, Active};
-use crate::driver::{sys, Raw};
+use crate::driver::sys;
 use crate::error::{record, Error, Result};
+use crate::queue::{self, FenceEvent, Lane, Queue, Use, Uses};
 use crate::stream::{self, Stream};
 
-/// Synchronises every device in `mask` but `own`, recording a failure as a deferred error of
-/// the memory's device.
-fn wait_devices(mask: u64, own: i32) {
-    if let (Err(e), Ok(dev)) = (context::wait_devices(mask, own), context::device_state(own)) {
-        dev.defer("waiting for peer work before freeing device memory", e);
-    }
-}
-
-/// How work outside the home stream of a stream-ordered allocation is ordered after it.
-#[derive(Debug)]
+/// How work on other queues is ordered after a stream-ordered allocation.
+#[derive(Default)]
 struct Order {
-    /// Recorded on the home stream after the allocation.
-    event: Raw<sys::CUevent_st>,
-    /// Whether the event completed: nothing needs to wait any more.
+    /// The allocation is known complete: nothing needs to wait any more.
     done: bool,
     /// The queues made to wait already.
-    waited: Vec<Waited>,
+    waited: Vec<Arc<Queue>>,
+    /// The fences they wait on (kept until the drop).
+    fences: Vec<Arc<FenceEvent>>,
 }
 
-/// A queue that waits for the allocation: a stream (kept alive, so its handle is not reused),
-/// or a default stream of a context.
-#[derive(Debug)]
-struct Waited {
-    stream: Option<Stream>,
-    by: (i32, u64),
-    raw: usize,
-}
-
-impl Waited {
-    fn is(&self, stream: Option<&Stream>, by: (i32, u64), raw: sys::CUstream) -> bool {
-        match (&self.stream, stream) {
-            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(&a.inner, &b.inner),
-            (None, None) => self.by == by && self.raw == raw as usize,
-            _ => false,
-        }
+impl std::fmt::Debug for Order {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Order")
+            .field("done", &self.done)
+            .field("waited", &self.waited.len())
+            .finish()
     }
 }
 
-/// Keeps the context that owns host-reachable memory from being reset while work of another
-/// device that uses the memory is being queued (see `HostSide::admit`); hold it until the work
-/// is queued. (Public in a private module: unnameable outside the crate.)
+/// Keeps the context that owns memory from being reset while work of another device that uses
+/// the memory is being queued; held by [`Lane::submit`] until the work is queued. (Public in a
+/// private module: unnameable outside the crate.)
 #[doc(hidden)]
 #[must_use = "the owner's context must stay pinned until the work is queued"]
 pub struct Keep {
@@ -68,6 +52,10 @@ impl Keep {
     pub(crate) fn pinned(pin: context::Pinned) -> Keep {
         Keep { _pin: Some(pin) }
     }
+
+    fn into_option(self) -> Option<Keep> {
+        self._pin.is_some().then_some(self)
+    }
 }
 
 /// The allocation behind a buffer, shared by reference with its views. (Public in a private
@@ -78,35 +66,40 @@ pub struct Alloc {
     pub(crate) bytes: usize,
     pub(crate) device: i32,
     pub(crate) generation: u64,
-    /// The stream of a stream-ordered allocation (`cudaMallocAsync`), freed there.
-    home: Option<Stream>,
-    /// Devices (bit `d` for device `d`, bit 63 for any device from 63 on) whose work outside
-    /// `home` used the memory; the drop waits for them first.
-    foreign: AtomicU64,
-    /// For a stream-ordered allocation used outside `home`: the event that orders that work
-    /// after the allocation (made on the first such use).
-    order: parking_lot::Mutex<Option<Box<Order>>>,
+    /// The stream of a stream-ordered allocation (`cudaMallocAsync`), freed there, and the
+    /// allocation's point in its queue.
+    home: Option<(Stream, Arc<Queue>, u64)>,
+    /// Every queued use, as points in queues (see [`crate::queue`]).
+    pub(crate) uses: Uses,
+    /// For a stream-ordered allocation used outside its stream: the queues ordered after it.
+    order: parking_lot::Mutex<Order>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
-    /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned
-    /// and which work may still use it.
+    /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
     pub(crate) host: Option<Box<HostSide>>,
+    /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
+    pub(crate) views: AtomicUsize,
 }
 
 impl Alloc {
-    /// Device memory that is not stream-ordered.
-    pub(crate) fn plain(ptr: u64, bytes: usize, device: i32, generation: u64) -> Alloc {
+    fn with(ptr: u64, bytes: usize, device: i32, generation: u64) -> Alloc {
         Alloc {
             ptr,
             bytes,
             device,
             generation,
             home: None,
-            foreign: AtomicU64::new(0),
-            order: parking_lot::Mutex::new(None),
+            uses: Uses::default(),
+            order: parking_lot::Mutex::new(Order::default()),
             ipc: false,
             host: None,
+            views: AtomicUsize::new(0),
         }
+    }
+
+    /// Device memory that is not stream-ordered.
+    pub(crate) fn plain(ptr: u64, bytes: usize, device: i32, generation: u64) -> Alloc {
+        Alloc::with(ptr, bytes, device, generation)
     }
 
     /// Whether the memory came from `cudaMallocAsync` / a pool.
@@ -122,193 +115,97 @@ impl Alloc {
         generation: u64,
         host: HostSide,
     ) -> Alloc {
-        Alloc {
-            ptr,
-            bytes,
-            device,
-            generation,
-            home: None,
-            foreign: AtomicU64::new(0),
-            order: parking_lot::Mutex::new(None),
-            ipc: false,
-            host: Some(Box::new(host)),
-        }
+        let mut a = Alloc::with(ptr, bytes, device, generation);
+        a.host = Some(Box::new(host));
+        a
     }
 
-    /// Notes that work queued on `stream` (`None`: the default stream, raw handle `raw`) in
-    /// the context `by` (device ordinal, generation) uses the memory, writing to it when
-    /// `write`.
-    ///
-    /// Work outside the home stream of a stream-ordered allocation is first made to wait for
-    /// the allocation (the memory may have been another buffer's until then, in the home
-    /// stream's order); the caller queues the work afterwards, in the same entry `by`.
-    #[inline]
-    pub(crate) fn used_on(
+    /// Checks that work in the entered context `a`, on `queue`, may use the memory as `u`
+    /// says, and orders `queue` after a stream-ordered allocation made on another queue. The
+    /// returned guard keeps another device's context from a reset until the work is queued.
+    /// May enter other contexts; the caller binds its own again.
+    pub(crate) fn admit(
         &self,
-        stream: Option<&Stream>,
-        by: (i32, u64),
-        raw: sys::CUstream,
-        write: bool,
-    ) -> Result<()> {
+        u: &Use<'_>,
+        a: &Active,
+        queue: &Arc<Queue>,
+        call: &'static str,
+    ) -> Result<Option<Keep>> {
+        let (dev, generation) = a.id();
         if let Some(h) = &self.host {
-            h.note(stream, by.0, by.1, write);
-            return Ok(());
+            if u.write {
+                h.check_writable(call)?;
+            }
+            return Ok(h
+                .admit(self, dev, generation, u.device_address, call)?
+                .into_option());
         }
-        match &self.home {
-            Some(home) if home.as_raw() == raw && home.inner.device == by.0 => return Ok(()),
-            Some(home) => self.order_after_alloc(home, stream, by, raw)?,
-            None => {}
-        }
-        let bit = 1u64 << by.0.clamp(0, 63);
-        if self.foreign.load(Ordering::Relaxed) & bit == 0 {
-            self.foreign.fetch_or(bit, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Makes `raw` (the stream `stream`, or a default stream, of the entered context `by`) wait
-    /// for the allocation on `home`, unless it already did or the allocation is known done.
-    #[cold]
-    fn order_after_alloc(
-        &self,
-        home: &Stream,
-        stream: Option<&Stream>,
-        by: (i32, u64),
-        raw: sys::CUstream,
-    ) -> Result<()> {
-        // For work of another device, the allocation's context (and the event made in it) is
-        // kept from a reset until the wait is queued.
-        let _pin = if by.0 != self.device {
-            Some(context::pin(self.device, self.generation, "device buffer")?)
-        } else if by.1 != self.generation {
-            return Err(Error::ContextDestroyed {
-                what: "device buffer",
-                device: self.device,
-            });
-        } else {
-            None
-        };
-        let mut slot = self.order.lock();
-        if slot.is_none() {
-            // An event recorded on the home stream now follows the allocation there. It is made
-            // in the allocation's context; for work of another device, that context is entered
-            // for the call and the caller's is bound again after.
-            let make = |a: &Active| -> Result<Raw<sys::CUevent_st>> {
-                let mut ev: sys::CUevent = std::ptr::null_mut();
-                let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-                // SAFETY: the allocation's context is current; valid out-parameter.
-                a.check(
-                    unsafe { sys::cuEventCreate(&mut ev, flags) },
-                    "cuEventCreate",
-                )?;
-                // SAFETY: live event and stream of the current context.
-                let r = a.check(
-                    unsafe { sys::cuEventRecord(ev, home.as_raw()) },
-                    "cuEventRecord",
-                );
-                if let Err(e) = r {
-                    // SAFETY: made above, unused.
-                    unsafe { sys::cuEventDestroy_v2(ev) };
-                    return Err(e);
-                }
-                Ok(Raw(ev))
-            };
-            let ev = if by == (self.device, self.generation) {
-                make(&self.enter()?)?
-            } else {
-                let r = context::enter_handle(self.device, self.generation, "device buffer")
-                    .and_then(|a| make(&a));
-                // Bind the caller's context again (its entry is still held, so it is live).
-                drop(context::enter_live(by.0, by.1)?);
-                r?
-            };
-            *slot = Some(Box::new(Order {
-                event: ev,
-                done: false,
-                waited: Vec::new(),
-            }));
-        }
-        let order = slot.as_mut().expect("made above");
-        if order.done || order.waited.iter().any(|w| w.is(stream, by, raw)) {
-            return Ok(());
-        }
-        // SAFETY: live event (destroyed only with the allocation); querying needs no context.
-        if crate::driver::rc(unsafe { sys::cuEventQuery(order.event.get()) }) == 0 {
-            // The home stream is past the allocation: every later use is ordered after it.
-            // (The streams that waited stay until the drop: dropping a stream's last handle
-            // here could bind its context in place of the caller's.)
-            order.done = true;
-            return Ok(());
-        }
-        let a = context::enter_live(by.0, by.1)?.ok_or(Error::ContextDestroyed {
-            what: "stream",
-            device: by.0,
-        })?;
-        // SAFETY: `raw` is a live stream of the current context; the event may belong to
-        // another context (cuStreamWaitEvent allows it) and lives as long as the allocation.
-        a.check(
-            unsafe { sys::cuStreamWaitEvent(raw, order.event.get(), 0) },
-            "cuStreamWaitEvent",
-        )?;
-        // The per-thread default stream differs per thread: not remembered.
-        if raw != crate::stream::per_thread_raw() {
-            order.waited.push(Waited {
-                stream: stream.cloned(),
-                by,
-                raw: raw as usize,
-            });
-        }
-        Ok(())
-    }
-
-    /// Notes that work of device `dev` used the memory (its drop then waits for that device).
-    pub(crate) fn note_device(&self, dev: i32) {
-        self.foreign
-            .fetch_or(1u64 << dev.clamp(0, 63), Ordering::Relaxed);
-    }
-
-    /// Checks that work on `stream` may use the memory.
-    #[inline]
-    pub(crate) fn check_stream(&self, stream: &Stream, call: &'static str) -> Result<Keep> {
-        if let Some(h) = &self.host {
-            return h.check_stream(self, stream, call);
-        }
-        if stream.inner.device != self.device {
-            return Err(Error::DeviceMismatch {
-                call,
-                what: "the buffer",
-                found: self.device,
-                expected: stream.inner.device,
-            });
-        }
-        if stream.inner.generation != self.generation {
+        let mut keep = None;
+        if self.device != dev {
+            if !u.peer {
+                return Err(Error::DeviceMismatch {
+                    call,
+                    what: "the buffer",
+                    found: self.device,
+                    expected: dev,
+                });
+            }
+            // Another device's memory read by a peer copy: its context stays pinned until the
+            // copy is queued, and a reset of it waits for this device from now on.
+            let pin = context::pin(self.device, self.generation, "the copy's source")?;
+            context::note_peer_reader(self.device, dev);
+            keep = Some(Keep::pinned(pin));
+        } else if self.generation != generation {
             return Err(Error::ContextDestroyed {
                 what: "buffer or stream",
                 device: self.device,
             });
         }
-        Ok(Keep::NONE)
-    }
-
-    /// For a kernel argument on `stream`: checks that the kernel may use (and, when `write`,
-    /// write) the memory and notes the use; the guard is held until the launch.
-    #[inline]
-    fn kernel_use(&self, stream: &Stream, write: bool) -> Result<Keep> {
-        let keep = self.check_stream(stream, "kernel launch")?;
-        if let (true, Some(h)) = (write, &self.host) {
-            h.check_writable("kernel launch")?;
+        if let Some((_, home, seq)) = &self.home {
+            if !Arc::ptr_eq(home, queue) {
+                self.order_after_alloc(home, *seq, a, queue)?;
+            }
         }
-        self.used_on(
-            Some(stream),
-            (stream.inner.device, stream.inner.generation),
-            stream.as_raw(),
-            write,
-        )?;
         Ok(keep)
     }
 
-    fn enter(&self) -> Result<Active> {
-        context::enter_handle(self.device, self.generation, "device buffer")
+    /// Makes `queue` (of the entered context `a`) wait for the allocation, unless it already
+    /// did or the allocation is known complete.
+    #[cold]
+    fn order_after_alloc(
+        &self,
+        home: &Queue,
+        seq: u64,
+        a: &Active,
+        queue: &Arc<Queue>,
+    ) -> Result<()> {
+        let mut order = self.order.lock();
+        if order.done || order.waited.iter().any(|w| Arc::ptr_eq(w, queue)) {
+            return Ok(());
+        }
+        // For work of another device, the allocation's context (and the fence made in it) is
+        // kept from a reset until the wait is queued.
+        let _pin = if home.device != a.dev.ordinal {
+            Some(context::pin(self.device, self.generation, "device buffer")?)
+        } else {
+            None
+        };
+        let fence = queue::order_fence(home, seq);
+        // Making the fence may have entered the allocation's context.
+        a.rebind()?;
+        let Some(fence) = fence? else {
+            order.done = true;
+            return Ok(());
+        };
+        // SAFETY: `queue` is a live stream of the current context; the event may belong to
+        // another context (cuStreamWaitEvent allows it) and is kept alive by `order`.
+        a.check(
+            unsafe { sys::cuStreamWaitEvent(queue.raw(), fence.raw(), 0) },
+            "cuStreamWaitEvent",
+        )?;
+        order.waited.push(queue.clone());
+        order.fences.push(fence);
+        Ok(())
     }
 
     /// Enters the memory's device for a call without a stream. Memory usable from any device
@@ -319,94 +216,71 @@ impl Alloc {
                 context::enter_current()
             }
             Some(_) if self.bytes == 0 => context::enter_current(),
-            _ => self.enter(),
+            _ => context::enter_handle(self.device, self.generation, "device buffer"),
         }
     }
 }
 
 impl Drop for Alloc {
     fn drop(&mut self) {
+        let (ptr, device, generation) = (self.ptr, self.device, self.generation);
         if let Some(h) = self.host.take() {
-            h.finish(self.ptr, self.device, self.generation);
+            let views = *self.views.get_mut();
+            h.finish(ptr, device, generation, &mut self.uses, views);
             return;
         }
         if self.bytes == 0 {
             return;
         }
-        let (ptr, home, mask) = (self.ptr, self.home.take(), *self.foreign.get_mut());
-        // The event is destroyed in the closure; the streams that waited for it are dropped only
-        // after the free (dropping the last handle of a stream enters its own context).
-        let (event, waited) = match self.order.get_mut().take() {
-            Some(o) => {
-                let o = *o;
-                (Some(o.event), o.waited)
-            }
-            None => (None, Vec::new()),
-        };
-        let (device, generation, ipc) = (self.device, self.generation, self.ipc);
-        let own = 1u64 << device.clamp(0, 63);
-        let peers = mask & !own;
-        let panicking = std::thread::panicking();
-        let free = move || {
-            if peers != 0 && !panicking {
-                // Work of other devices (peer copies) used the memory: wait for it first.
-                wait_devices(peers, device);
-            }
-            context::release(device, generation, "freeing device memory", move |a| {
-                if mask != 0 && panicking {
-                    // No GPU waits while unwinding: leak rather than free under running work.
-                    return Err(Error::InvalidValue {
-                        what: "device allocation",
-                        value: format!("{ptr:#x}"),
-                        reason: "leaked: dropped during a panic while device work may use it",
-                    });
-                }
-                if mask & own != 0 {
-                    // Streams other than its own used it: wait for the device.
-                    // SAFETY: the context is current.
-                    a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
-                }
-                if let Some(ev) = event {
-                    // SAFETY: made in this context; waits on it were queued before the work
-                    // just waited for (a destroyed event's pending waits still complete).
-                    let r = a.check(
-                        unsafe { sys::cuEventDestroy_v2(ev.get()) },
-                        "cuEventDestroy",
-                    );
-                    if let Err(e) = r {
-                        // Still free the memory: a leaked event is the smaller loss.
-                        a.dev
-                            .defer("destroying the ordering event of device memory", e);
-                    }
-                }
-                if ipc {
-                    // SAFETY: `ptr` was opened from an IPC handle in this context, unused now.
-                    let r = a.check(
-                        unsafe { sys::cuIpcCloseMemHandle(ptr) },
-                        "cuIpcCloseMemHandle",
-                    );
-                    super::ipc::closed(ptr);
-                    return r;
-                }
-                match home {
-                    // SAFETY: `ptr` is a live stream-ordered allocation of this context; the
-                    // free is ordered after all work on its stream, and other streams' and
-                    // devices' work is finished (synchronised above).
-                    Some(s) => a.check(
+        let order = std::mem::take(self.order.get_mut());
+        let ipc = self.ipc;
+        match self.home.take() {
+            // Used on its own stream only: freed there in stream order, at once.
+            Some((s, q, _)) if !ipc && self.uses.only_on(&q) => {
+                context::release(device, generation, "freeing device memory", move |a| {
+                    // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
+                    // only by work of its own stream, which the free follows.
+                    a.check(
                         unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
                         "cuMemFreeAsync",
-                    ),
-                    // SAFETY: `ptr` is a live allocation of this context with no pending use.
-                    None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
-                }
-            });
-            drop(waited);
-        };
-        if peers != 0 && context::in_host_fn() {
-            // No CUDA calls inside a host function: wait for the peers and free later.
-            context::defer_release(free);
-        } else {
-            free();
+                    )
+                });
+                drop(order);
+            }
+            home => {
+                let waits = self.uses.take_points();
+                queue::defer_free(
+                    device,
+                    generation,
+                    waits,
+                    "freeing device memory",
+                    move |a| {
+                        drop(order);
+                        // After a reset the memory died with its context.
+                        let Some(a) = a else { return Ok(()) };
+                        if ipc {
+                            // SAFETY: opened from an IPC handle in this context; its uses are
+                            // done.
+                            let r = a.check(
+                                unsafe { sys::cuIpcCloseMemHandle(ptr) },
+                                "cuIpcCloseMemHandle",
+                            );
+                            super::ipc::closed(ptr);
+                            return r;
+                        }
+                        match home {
+                            // SAFETY: a live stream-ordered allocation of this context whose
+                            // uses are all done; freed in its stream's order.
+                            Some((s, _, _)) => a.check(
+                                unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
+                                "cuMemFreeAsync",
+                            ),
+                            // SAFETY: a live allocation of this context whose uses are done.
+                            None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
+                        }
+                    },
+                );
+            }
         }
     }
 }
@@ -442,6 +316,8 @@ pub(crate) mod sealed {
     pub trait Sealed {
         /// The allocation behind the memory.
         fn allocation(&self) -> &super::Alloc;
+        /// Where the device address of the first element is stored (for kernel arguments).
+        fn ptr_ref(&self) -> &u64;
     }
 }
 
@@ -457,13 +333,16 @@ pub trait DeviceRead<T: DeviceRepr>: sealed::Sealed {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// For the crate's kernel wrappers: checks that work on `stream` may read the memory, notes
-    /// the use, and returns the address and length, and a guard to hold until the launch.
+    /// For the crate's kernel wrappers: the address, the length, and the use to hand to the
+    /// launch (which checks it and notes it).
     #[doc(hidden)]
     #[inline]
-    fn kernel_arg(&self, stream: &Stream) -> Result<(u64, usize, Keep)> {
-        let keep = self.allocation().kernel_use(stream, false)?;
-        Ok((self.device_ptr(), self.len(), keep))
+    fn kernel_arg(&self) -> (u64, usize, Use<'_>) {
+        (
+            self.device_ptr(),
+            self.len(),
+            Use::device(self.allocation(), false),
+        )
     }
 }
 
@@ -472,9 +351,12 @@ pub trait DeviceWrite<T: DeviceRepr>: DeviceRead<T> {
     /// As [`DeviceRead::kernel_arg`], for a write.
     #[doc(hidden)]
     #[inline]
-    fn kernel_arg_mut(&mut self, stream: &Stream) -> Result<(u64, usize, Keep)> {
-        let keep = self.allocation().kernel_use(stream, true)?;
-        Ok((self.device_ptr(), self.len(), keep))
+    fn kernel_arg_mut(&mut self) -> (u64, usize, Use<'_>) {
+        (
+            self.device_ptr(),
+            self.len(),
+            Use::device(self.allocation(), true),
+        )
     }
 }
 
@@ -482,15 +364,24 @@ impl<T: DeviceRepr> sealed::Sealed for DeviceBuffer<T> {
     fn allocation(&self) -> &Alloc {
         &self.alloc
     }
+    fn ptr_ref(&self) -> &u64 {
+        &self.alloc.ptr
+    }
 }
 impl<T: DeviceRepr> sealed::Sealed for DeviceView<'_, T> {
     fn allocation(&self) -> &Alloc {
         self.alloc
     }
+    fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
 }
 impl<T: DeviceRepr> sealed::Sealed for DeviceViewMut<'_, T> {
     fn allocation(&self) -> &Alloc {
         self.alloc
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.ptr
     }
 }
 
@@ -568,34 +459,15 @@ enum On<'s> {
 }
 
 impl<'s> On<'s> {
-    /// The stream handle, when there is one.
-    #[inline]
-    fn stream(self) -> Option<&'s Stream> {
+    /// Enters the device and resolves the queue the work goes to: the stream's, or "stream 0"
+    /// of the memory's device.
+    fn lane(self, alloc: &Alloc) -> Result<Lane<'s>> {
         match self {
-            On::Stream(s) => Some(s),
-            On::Default => None,
-        }
-    }
-
-    /// Enters the device and returns the raw stream the work goes to, and a guard to hold
-    /// until the work is queued.
-    fn enter(self, alloc: &Alloc, call: &'static str) -> Result<(Active, sys::CUstream, Keep)> {
-        match self {
-            On::Stream(s) => {
-                let keep = alloc.check_stream(s, call)?;
-                let a = s.enter()?;
-                Ok((a, s.as_raw(), keep))
-            }
+            On::Stream(s) => s.lane(),
             On::Default => {
                 let a = alloc.enter_any()?;
-                let keep = match &alloc.host {
-                    Some(h) => {
-                        let (dev, generation) = a.id();
-                        h.admit(alloc, dev, generation, true, call)?
-                    }
-                    None => Keep::NONE,
-                };
-                Ok((a, stream::default_raw(), keep))
+                let q = stream::default_queue(&a);
+                Ok(Lane::new_owned(a, q))
             }
         }
     }
@@ -647,37 +519,52 @@ fn copy_htod<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw, _keep) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true)?;
-    let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
-    if bytes >= staging::DIRECT_BELOW && !locked {
-        if let Some(r) = staging::htod(&a, raw, dst.device_ptr(), bytemuck::cast_slice(src)) {
-            r?;
-            if matches!(on, On::Default) {
-                // SAFETY: live stream of the current context.
-                a.check(
-                    unsafe { sys::cuStreamSynchronize(raw) },
-                    "cuStreamSynchronize",
-                )?;
+    let lane = on.lane(alloc)?;
+    let sync = matches!(on, On::Default);
+    let queue_id = Arc::as_ptr(lane.queue()) as usize;
+    let waited = lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
+        let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
+        if bytes >= staging::DIRECT_BELOW && !locked {
+            let staged = staging::htod(
+                a,
+                raw,
+                queue_id,
+                dst.device_ptr(),
+                bytemuck::cast_slice(src),
+            );
+            if let Some(r) = staged {
+                r?;
+                if sync {
+                    // SAFETY: live stream of the current context.
+                    a.check(
+                        unsafe { sys::cuStreamSynchronize(raw) },
+                        "cuStreamSynchronize",
+                    )?;
+                }
+                return Ok(sync);
             }
-            return Ok(());
         }
-    }
-    // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a live
-    // host slice of `bytes` bytes borrowed for the call.
-    a.check(
-        unsafe { sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), src.as_ptr().cast(), bytes, raw) },
-        "cuMemcpyHtoDAsync",
-    )?;
-    // Pageable memory has been staged when the call returns; page-locked memory is read by the
-    // DMA engine later, so wait before the borrow ends. The calls without a stream are
-    // synchronous, as cudaMemcpy.
-    if matches!(on, On::Default) || locked || is_page_locked(src.as_ptr().cast(), bytes) {
-        // SAFETY: live stream of the current context.
+        // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a
+        // live host slice of `bytes` bytes borrowed for the call.
         a.check(
-            unsafe { sys::cuStreamSynchronize(raw) },
-            "cuStreamSynchronize",
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), src.as_ptr().cast(), bytes, raw) },
+            "cuMemcpyHtoDAsync",
         )?;
+        // Pageable memory has been staged when the call returns; page-locked memory is read by
+        // the DMA engine later, so wait before the borrow ends. The calls without a stream are
+        // synchronous, as cudaMemcpy.
+        if sync || locked || is_page_locked(src.as_ptr().cast(), bytes) {
+            // SAFETY: live stream of the current context.
+            a.check(
+                unsafe { sys::cuStreamSynchronize(raw) },
+                "cuStreamSynchronize",
+            )?;
+            return Ok(true);
+        }
+        Ok(false)
+    })?;
+    if waited {
+        lane.synchronized();
     }
     Ok(())
 }
@@ -700,30 +587,34 @@ fn copy_dtoh<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = src.allocation();
-    let (a, raw, _keep) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, false)?;
-    if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
-        let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
-        if let Some(r) = staging::dtoh(&a, raw, out, src.device_ptr()) {
-            return r;
+    let lane = on.lane(alloc)?;
+    let queue_id = Arc::as_ptr(lane.queue()) as usize;
+    lane.submit(call, &[Use::device(alloc, false)], |a, raw| {
+        if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
+            let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
+            if let Some(r) = staging::dtoh(a, raw, queue_id, out, src.device_ptr()) {
+                return r;
+            }
         }
-    }
-    // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively borrowed
-    // host slice of `bytes` bytes; `T` is valid for any bit pattern.
-    a.check(
-        unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src.device_ptr(), bytes, raw) },
-        "cuMemcpyDtoHAsync",
-    )?;
-    // The host slice must hold the data before the borrow ends.
-    // SAFETY: live stream of the current context.
-    a.check(
-        unsafe { sys::cuStreamSynchronize(raw) },
-        "cuStreamSynchronize",
-    )
+        // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively
+        // borrowed host slice of `bytes` bytes; `T` is valid for any bit pattern.
+        a.check(
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src.device_ptr(), bytes, raw)
+            },
+            "cuMemcpyDtoHAsync",
+        )?;
+        // The host slice must hold the data before the borrow ends.
+        // SAFETY: live stream of the current context.
+        a.check(
+            unsafe { sys::cuStreamSynchronize(raw) },
+            "cuStreamSynchronize",
+        )
+    })
 }
 
 /// An asynchronous copy between device memory and page-locked memory: no host wait; the
-/// page-locked side remembers the stream.
+/// page-locked side notes the use.
 fn copy_pinned<T: DeviceRepr>(
     dev: &(impl DeviceRead<T> + ?Sized),
     host: &(impl PageLocked<T> + ?Sized),
@@ -740,40 +631,35 @@ fn copy_pinned<T: DeviceRepr>(
     }
     let bytes = dev.len() * size_of::<T>();
     let (d, h) = (dev.allocation(), host.allocation());
-    let _keep_dev = d.check_stream(stream, call)?;
-    let hs = host_side(h);
     if !to_device {
-        hs.check_writable(call)?;
+        host_side(h).check_writable(call)?;
     }
     if bytes == 0 {
         return Ok(());
     }
-    // Page-locked memory need not be mapped for copies; it must still be alive in the stream's
-    // context (and kept from a reset of its own device while another device's copy is queued).
-    let _keep = hs.admit(h, stream.inner.device, stream.inner.generation, false, call)?;
-    let a = stream.enter()?;
-    let raw = stream.as_raw();
-    d.used_on(Some(stream), a.id(), raw, to_device)?;
-    h.used_on(Some(stream), a.id(), raw, !to_device)?;
+    let lane = stream.lane()?;
+    let uses = [Use::device(d, to_device), Use::host_copy(h, !to_device)];
     let hp = host.host_ptr();
-    if to_device {
-        // SAFETY: `dev` is live device memory of `bytes` bytes; `host` is page-locked memory of
-        // `bytes` bytes that stays allocated (and untouched by the CPU) until the work noted
-        // on it above is waited for.
-        a.check(
-            unsafe { sys::cuMemcpyHtoDAsync_v2(dev.device_ptr(), hp.cast(), bytes, raw) },
-            "cuMemcpyHtoDAsync",
-        )
-    } else {
-        // SAFETY: as above; the destination is writable (checked) and `T` is valid for any
-        // bit pattern.
-        a.check(
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(hp.cast_mut().cast(), dev.device_ptr(), bytes, raw)
-            },
-            "cuMemcpyDtoHAsync",
-        )
-    }
+    lane.submit(call, &uses, |a, raw| {
+        if to_device {
+            // SAFETY: `dev` is live device memory of `bytes` bytes; `host` is page-locked
+            // memory of `bytes` bytes that stays allocated (and untouched by the CPU) until the
+            // use noted on it is waited for.
+            a.check(
+                unsafe { sys::cuMemcpyHtoDAsync_v2(dev.device_ptr(), hp.cast(), bytes, raw) },
+                "cuMemcpyHtoDAsync",
+            )
+        } else {
+            // SAFETY: as above; the destination is writable (checked) and `T` is valid for any
+            // bit pattern.
+            a.check(
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(hp.cast_mut().cast(), dev.device_ptr(), bytes, raw)
+                },
+                "cuMemcpyDtoHAsync",
+            )
+        }
+    })
 }
 
 fn copy_dtod<T: DeviceRepr>(
@@ -794,73 +680,54 @@ fn copy_dtod<T: DeviceRepr>(
         return Ok(());
     }
     let (d, s) = (dst.allocation(), src.allocation());
-    let (a, raw, _keep) = on.enter(d, call)?;
-    let mut _keep_src = Keep::NONE;
-    let (run_dev, run_gen) = a.id();
+    let lane = on.lane(d)?;
+    let run_dev = lane.a.dev.ordinal;
     // The source must be usable in the context that runs the copy, or be another device's
-    // memory copied to this device's (a peer copy).
-    let peer = match &s.host {
-        Some(h) => {
-            _keep_src = h.admit(s, run_dev, run_gen, true, call)?;
-            false
-        }
-        None if s.device == run_dev => {
-            if s.generation != run_gen {
-                return Err(Error::ContextDestroyed {
-                    what: "the source buffer",
-                    device: s.device,
-                });
-            }
-            false
-        }
-        None if d.host.is_none() => true,
-        None => {
-            return Err(Error::DeviceMismatch {
-                call,
-                what: "the source buffer (a copy into host-mapped memory runs on the source's \
-                       device)",
-                found: s.device,
-                expected: run_dev,
-            })
-        }
-    };
-    // A copy between two devices' memory (`cudaMemcpyPeer`) runs in the destination's stream.
-    // The source's context is kept from a reset until the copy is queued, and a reset after
-    // that waits for the destination's device; the source's drop waits for it too.
-    let src_ctx = if peer {
-        let p = context::pin(s.device, s.generation, "the source buffer")?;
-        context::note_peer_reader(s.device, run_dev);
-        s.note_device(run_dev);
-        Some(p)
-    } else {
-        None
-    };
-    d.used_on(on.stream(), (run_dev, run_gen), raw, true)?;
-    s.used_on(on.stream(), (run_dev, run_gen), raw, false)?;
-    if let Some(src_ctx) = src_ctx {
-        // SAFETY: both ranges are live device memory of `bytes` bytes in their (live, pinned)
-        // contexts; the stream belongs to the destination's context, which is current.
-        return a.check(
-            unsafe {
-                sys::cuMemcpyPeerAsync(
-                    dst.device_ptr(),
-                    a.ctx_raw(),
-                    src.device_ptr(),
-                    src_ctx.ctx_raw(),
-                    bytes,
-                    raw,
-                )
-            },
-            "cuMemcpyPeerAsync",
-        );
+    // memory copied to this device's (a peer copy, `cudaMemcpyPeer`, run in the destination's
+    // stream).
+    let peer = s.host.is_none() && s.device != run_dev;
+    if peer && d.host.is_some() {
+        return Err(Error::DeviceMismatch {
+            call,
+            what: "the source buffer (a copy into host-mapped memory runs on the source's \
+                   device)",
+            found: s.device,
+            expected: run_dev,
+        });
     }
-    // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context (device
-    // memory of this device, or mapped / managed memory); `dst` is borrowed exclusively, so
-    // they do not overlap.
-    a.check(
-        unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
-        "cuMemcpyDtoDAsync",
-    )
+    let src_use = if peer {
+        Use::peer(s, false)
+    } else {
+        Use::device(s, false)
+    };
+    lane.submit(call, &[Use::device(d, true), src_use], |a, raw| {
+        if peer {
+            // Pinned by the admission of the source until this returns.
+            let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
+            // SAFETY: both ranges are live device memory of `bytes` bytes in their (live,
+            // pinned) contexts; the stream belongs to the destination's context, current.
+            return a.check(
+                unsafe {
+                    sys::cuMemcpyPeerAsync(
+                        dst.device_ptr(),
+                        a.ctx_raw(),
+                        src.device_ptr(),
+                        src_ctx.ctx_raw(),
+                        bytes,
+                        raw,
+                    )
+                },
+                "cuMemcpyPeerAsync",
+            );
+        }
+        // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context
+        // (device memory of this device, or mapped / managed memory); `dst` is borrowed
+        // exclusively, so they do not overlap.
+        a.check(
+            unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
+            "cuMemcpyDtoDAsync",
+        )
+    })
 }
 
 /// Sets `count` elements of `elem` bytes (1, 2 or 4) starting at `ptr` with a pitch of
@@ -925,9 +792,10 @@ fn memset_pattern<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw, _keep) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true)?;
-    memset_raw(&a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
+    let lane = on.lane(alloc)?;
+    lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
+        memset_raw(a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
+    })
 }
 
 fn fill<T: DeviceRepr>(
@@ -940,8 +808,7 @@ fn fill<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = dst.allocation();
-    let (a, raw, _keep) = on.enter(alloc, call)?;
-    alloc.used_on(on.stream(), a.id(), raw, true)?;
+    let lane = on.lane(alloc)?;
     let bytes = bytemuck::bytes_of(&value);
     let size = bytes.len();
     // The widest word that divides the element and its address; one strided memset per word.
@@ -949,16 +816,18 @@ fn fill<T: DeviceRepr>(
         .into_iter()
         .find(|&w| size % w == 0 && dst.device_ptr() % w as u64 == 0)
         .unwrap_or(1);
-    for (k, chunk) in bytes.chunks(word).enumerate() {
-        let pattern = match word {
-            4 => u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
-            2 => u16::from_ne_bytes([chunk[0], chunk[1]]) as u32,
-            _ => chunk[0] as u32,
-        };
-        let ptr = dst.device_ptr() + (k * word) as u64;
-        memset_raw(&a, raw, ptr, word, size, dst.len(), pattern)?;
-    }
-    Ok(())
+    lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
+        for (k, chunk) in bytes.chunks(word).enumerate() {
+            let pattern = match word {
+                4 => u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+                2 => u16::from_ne_bytes([chunk[0], chunk[1]]) as u32,
+                _ => chunk[0] as u32,
+            };
+            let ptr = dst.device_ptr() + (k * word) as u64;
+            memset_raw(a, raw, ptr, word, size, dst.len(), pattern)?;
+        }
+        Ok(())
+    })
 }
 
 fn view<T: DeviceRepr>(
@@ -1257,55 +1126,52 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         pool: Option<&super::MemPool>,
     ) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len, "device allocation size")?;
+        if on.is_some_and(|s| s.as_raw() == stream::per_thread_raw()) {
+            return Err(Error::InvalidValue {
+                what: "stream of a stream-ordered allocation",
+                value: "the per-thread default stream".into(),
+                reason: "the memory is freed on its stream from whichever thread drops it, and \
+                         each thread has its own per-thread stream: use a created stream or the \
+                         legacy default stream",
+            });
+        }
         let (a, home) = match on {
-            Some(s) if s.as_raw() == stream::per_thread_raw() => {
-                return Err(Error::InvalidValue {
-                    what: "stream of a stream-ordered allocation",
-                    value: "the per-thread default stream".into(),
-                    reason: "the memory is freed and ordered on its stream from whichever thread \
-                             uses or drops it, and each thread has its own per-thread stream: \
-                             use a created stream or the legacy default stream",
-                });
-            }
             Some(s) => {
-                let a = s.enter()?;
-                (a, Some(s.clone()))
+                let lane = s.lane()?;
+                let q = lane.queue().clone();
+                (lane.a, Some((s.clone(), q)))
             }
             None => (context::enter_current()?, None),
         };
+        let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
-            match &home {
+            queue::alloc_retry(device, || match &home {
                 // SAFETY: the context is current; valid out-parameter; live stream and pool
                 // of this context (checked by the caller).
-                Some(s) => match pool {
+                Some((s, _)) => match pool {
                     Some(p) => a.check(
                         unsafe {
                             sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, p.as_raw(), s.as_raw())
                         },
                         "cuMemAllocFromPoolAsync",
-                    )?,
+                    ),
                     None => a.check(
                         unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, s.as_raw()) },
                         "cuMemAllocAsync",
-                    )?,
+                    ),
                 },
                 // SAFETY: the context is current; valid out-parameter.
-                None => a.check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, "cuMemAlloc")?,
-            }
+                None => a.check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, "cuMemAlloc"),
+            })?;
+        }
+        let mut alloc = Alloc::plain(ptr, bytes, device, a.generation());
+        if let Some((s, q)) = home {
+            let seq = queue::note_alloc(&q, &alloc.uses);
+            alloc.home = Some((s, q, seq));
         }
         Ok(DeviceBuffer {
-            alloc: Alloc {
-                ptr,
-                bytes,
-                device: a.dev.ordinal,
-                generation: a.generation(),
-                home,
-                foreign: AtomicU64::new(0),
-                order: parking_lot::Mutex::new(None),
-                ipc: false,
-                host: None,
-            },
+            alloc,
             len,
             _t: PhantomData,
         })
@@ -1404,7 +1270,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// The stream a stream-ordered buffer is freed on.
     pub fn stream(&self) -> Option<&Stream> {
-        self.alloc.home.as_ref()
+        self.alloc.home.as_ref().map(|(s, _, _)| s)
     }
 
     read_ops!();
@@ -1450,7 +1316,6 @@ const _: () = {
     send_sync::<DeviceBuffer<f32>>();
     send_sync::<DeviceView<'static, f32>>();
     send_sync::<DeviceViewMut<'static, f32>>();
-    send_sync::<Raw<sys::CUstream_st>>();
 };
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::context::{self, HostBorrow};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
-use crate::stream::Stream;
+use crate::queue::{self, Uses};
 
 bitflags::bitflags! {
     /// Flags of [`PinnedBuffer::with_flags`] (`cudaHostAlloc` flags).
@@ -50,7 +50,7 @@ bitflags::bitflags! {
 }
 
 /// How host-reachable memory is owned and freed.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum HostKind {
     /// Nothing allocated (zero bytes).
     Empty,
@@ -63,57 +63,6 @@ pub(crate) enum HostKind {
     Managed,
     /// Memory the program owns, registered for the scope of a [`HostRegistration`].
     Borrowed,
-}
-
-/// One piece of queued work that may use the memory.
-#[derive(Debug)]
-struct Use {
-    /// The stream, or `None` for the default stream of `device` (waited for with a context
-    /// synchronisation).
-    stream: Option<Stream>,
-    device: i32,
-    generation: u64,
-    write: bool,
-}
-
-impl Use {
-    fn same_queue(&self, stream: Option<&Stream>, device: i32, generation: u64) -> bool {
-        match (&self.stream, stream) {
-            // A stream of a reset context can share its raw handle with a new one: compare the
-            // generation too.
-            (Some(a), Some(b)) => {
-                a.as_raw() == b.as_raw()
-                    && a.inner.device == b.inner.device
-                    && a.inner.generation == b.inner.generation
-            }
-            (None, None) => self.device == device && self.generation == generation,
-            _ => false,
-        }
-    }
-
-    /// Waits for the work queued so far. Work of a context that was reset since is gone.
-    /// Internal: records no "last error" and leaves a host function's panic to its stream.
-    fn wait(&self) -> Result<()> {
-        let a = match context::enter_live(self.device, self.generation)? {
-            Some(a) => a,
-            None => return Ok(()),
-        };
-        match &self.stream {
-            // SAFETY: the stream is live in the current context (same generation, entered).
-            Some(s) => a.check(
-                unsafe { sys::cuStreamSynchronize(s.as_raw()) },
-                "cuStreamSynchronize",
-            ),
-            // SAFETY: the context is current.
-            None => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize"),
-        }
-    }
-}
-
-/// The queued work that may use host-reachable memory.
-#[derive(Debug, Default)]
-struct Pending {
-    uses: Vec<Use>,
 }
 
 /// The host side of an allocation the CPU can reach.
@@ -129,9 +78,8 @@ pub(crate) struct HostSide {
     pub(crate) any_device: bool,
     /// Whether the device may write it (not a read-only registration).
     pub(crate) writable: bool,
-    pending: Mutex<Pending>,
     /// Held for a whole wait, so that a second CPU access cannot pass while the first one is
-    /// still waiting for the uses it took off the list.
+    /// still waiting.
     waiting: Mutex<()>,
 }
 
@@ -149,7 +97,6 @@ impl HostSide {
             mapped,
             any_device,
             writable,
-            pending: Mutex::new(Pending::default()),
             waiting: Mutex::new(()),
         }
     }
@@ -159,36 +106,12 @@ impl HostSide {
         matches!(self.kind, HostKind::HostAlloc | HostKind::Managed)
     }
 
-    /// Notes that work queued on `stream` (`None`: the default stream of device `device`, in
-    /// context generation `generation`) uses the memory, writing it when `write`.
-    pub(crate) fn note(&self, stream: Option<&Stream>, device: i32, generation: u64, write: bool) {
-        let (device, generation) = stream.map_or((device, generation), |s| {
-            (s.inner.device, s.inner.generation)
-        });
-        let mut p = self.pending.lock();
-        if let Some(u) = p
-            .uses
-            .iter_mut()
-            .find(|u| u.same_queue(stream, device, generation))
-        {
-            u.write |= write;
-            return;
-        }
-        p.uses.push(Use {
-            stream: stream.cloned(),
-            device,
-            generation,
-            write,
-        });
-    }
-
     /// Waits for queued work that conflicts with a CPU access: writers for a read, all for a
-    /// write. Uses whose wait failed stay queued, so a later access fails again rather than
-    /// passing unchecked.
+    /// write, each exactly at its point in its queue, whatever thread waits.
     ///
     /// Inside a host function no CUDA call may wait: an access that would have to is refused
     /// ([`Error::InHostFunction`]), as is one while another thread is waiting.
-    pub(crate) fn wait(&self, for_write: bool) -> Result<()> {
+    pub(crate) fn wait(&self, uses: &Uses, for_write: bool) -> Result<()> {
         if context::in_host_fn() {
             let refused = Err(Error::InHostFunction {
                 call: "waiting for device work that uses page-locked or managed memory",
@@ -196,35 +119,13 @@ impl HostSide {
             let Some(_one_at_a_time) = self.waiting.try_lock() else {
                 return refused;
             };
-            let p = self.pending.lock();
-            if p.uses.iter().any(|u| for_write || u.write) {
+            if uses.pending(for_write) {
                 return refused;
             }
             return Ok(());
         }
         let _one_at_a_time = self.waiting.lock();
-        let list: Vec<Use> = {
-            let mut p = self.pending.lock();
-            if for_write {
-                std::mem::take(&mut p.uses)
-            } else {
-                let (w, r): (Vec<Use>, Vec<Use>) = p.uses.drain(..).partition(|u| u.write);
-                p.uses = r;
-                w
-            }
-        };
-        let mut first = Ok(());
-        let mut failed = Vec::new();
-        for u in list {
-            if let Err(e) = u.wait() {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-                failed.push(u);
-            }
-        }
-        self.pending.lock().uses.extend(failed);
-        first
+        uses.wait(for_write)
     }
 
     /// Checks that work queued in the context of `device` (generation `generation`) may use
@@ -293,91 +194,92 @@ impl HostSide {
         }
     }
 
-    pub(crate) fn check_stream(
-        &self,
-        alloc: &Alloc,
-        stream: &Stream,
-        call: &'static str,
-    ) -> Result<Keep> {
-        self.admit(
-            alloc,
-            stream.inner.device,
-            stream.inner.generation,
-            true,
-            call,
-        )
-    }
-
     /// Makes the memory available to the CPU: keeps a reset from freeing it for the borrow,
     /// then waits for conflicting device work.
-    pub(crate) fn access(
+    pub(crate) fn access<'a>(
         &self,
-        device: i32,
-        generation: u64,
+        alloc: &'a Alloc,
         for_write: bool,
-    ) -> Result<Option<HostBorrow>> {
+    ) -> Result<Option<HostBorrow<'a>>> {
         let borrow = if self.context_owned() {
-            Some(HostBorrow::take(device, generation, "host memory")?)
+            Some(HostBorrow::take(
+                alloc.device,
+                alloc.generation,
+                "host memory",
+                &alloc.views,
+            )?)
         } else {
             None
         };
-        self.wait(for_write)?;
+        self.wait(&alloc.uses, for_write)?;
         Ok(borrow)
     }
 
-    /// Frees the memory once no queued work uses it (from `Drop`).
-    pub(crate) fn finish(self: Box<Self>, ptr: u64, device: i32, generation: u64) {
-        if context::in_host_fn() {
-            // No CUDA calls inside a host function: finish later.
-            context::defer_release(move || self.finish(ptr, device, generation));
+    /// Frees the memory once no queued work uses it (from `Drop`). `views`: CPU views still
+    /// counted, which were forgotten.
+    #[allow(clippy::boxed_local)] // taken as the allocation holds it
+    pub(crate) fn finish(
+        self: Box<Self>,
+        ptr: u64,
+        device: i32,
+        generation: u64,
+        uses: &mut Uses,
+        views: usize,
+    ) {
+        context::forget_borrows(device, views);
+        let host = self.host_ptr;
+        if let HostKind::Borrowed = self.kind {
+            // The program's own memory, lent for a scope that ends now: wait for its uses
+            // and unregister before the borrow ends (`scope` waited already unless unwinding).
+            if let Err(e) = uses.wait(true) {
+                if let Ok(d) = context::device_state(device) {
+                    d.defer("waiting for work that uses registered memory", e);
+                }
+            }
+            context::release(device, generation, "unregistering host memory", move |a| {
+                // SAFETY: `host` was registered in this (live) context and no work uses it.
+                a.check(
+                    unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                    "cuMemHostUnregister",
+                )
+            });
             return;
         }
-        let dev = context::device_state(device).ok();
-        if let Err(e) = self.wait(true) {
-            if let Some(d) = dev {
-                d.defer("waiting for work that uses page-locked memory", e);
-            }
-        }
-        let host = self.host_ptr;
-        match self.kind {
-            HostKind::Empty => {}
-            HostKind::Registered(layout) => {
-                context::release(device, generation, "unregistering host memory", move |a| {
-                    // SAFETY: `host` was registered in this (live) context and no work uses it.
-                    a.check(
-                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                        "cuMemHostUnregister",
-                    )
-                });
-                // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it, and
-                // the registration is gone.
-                unsafe { std::alloc::dealloc(host.0, layout) };
-            }
-            HostKind::Borrowed => {
-                context::release(device, generation, "unregistering host memory", move |a| {
-                    // SAFETY: as above; the memory itself belongs to the program.
-                    a.check(
-                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                        "cuMemHostUnregister",
-                    )
-                });
-            }
-            HostKind::HostAlloc => {
-                context::release(device, generation, "freeing page-locked memory", move |a| {
-                    // SAFETY: `cuMemHostAlloc` memory of this live context, unused.
+        let waits = uses.take_points();
+        let kind = self.kind;
+        queue::defer_free(
+            device,
+            generation,
+            waits,
+            "freeing page-locked or managed memory",
+            move |a| match kind {
+                HostKind::Empty | HostKind::Borrowed => Ok(()),
+                HostKind::Registered(layout) => {
+                    let r = a.map_or(Ok(()), |a| {
+                        // SAFETY: registered in this (live) context; no work uses it any more.
+                        a.check(
+                            unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                            "cuMemHostUnregister",
+                        )
+                    });
+                    // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it,
+                    // and its registration is gone (undone above, or died with its context).
+                    unsafe { std::alloc::dealloc(host.get(), layout) };
+                    r
+                }
+                // SAFETY (both): memory of this live context, unused now; after a reset it
+                // died with the context.
+                HostKind::HostAlloc => a.map_or(Ok(()), |a| {
                     a.check(
                         unsafe { sys::cuMemFreeHost(host.get().cast()) },
                         "cuMemFreeHost",
                     )
-                });
-            }
-            HostKind::Managed => {
-                context::release(device, generation, "freeing managed memory", move |a| {
-                    // SAFETY: managed memory of this live context, unused.
+                }),
+                HostKind::Managed => a.map_or(Ok(()), |a| {
                     a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
-                });
-            }
-        }
+                }),
+            },
+        );
     }
 }
 
@@ -385,14 +287,14 @@ impl HostSide {
 /// writes the memory while it lives, and the device cannot be reset under it.
 pub struct HostSlice<'a, T> {
     data: &'a [T],
-    _borrow: Option<HostBorrow>,
+    _borrow: Option<HostBorrow<'a>>,
 }
 
 /// An exclusive CPU view of page-locked or managed memory ([`PinnedBuffer::as_mut_slice`]): no
 /// device work uses the memory while it lives.
 pub struct HostSliceMut<'a, T> {
     data: &'a mut [T],
-    _borrow: Option<HostBorrow>,
+    _borrow: Option<HostBorrow<'a>>,
 }
 
 impl<T> Deref for HostSlice<'_, T> {
@@ -430,7 +332,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for HostSliceMut<'_, T> {
 /// CPU access to an allocation with a host side.
 pub(crate) fn slice<T>(alloc: &Alloc, len: usize) -> Result<HostSlice<'_, T>> {
     let h = host_side(alloc);
-    let borrow = h.access(alloc.device, alloc.generation, false)?;
+    let borrow = h.access(alloc, false)?;
     // SAFETY: the memory holds `len` initialised `T`s (zeroed or copied at allocation, and
     // every write since was of `T`s); no device work writes it (waited above) and none can be
     // queued while the shared borrow of the owner lives, except reads; a reset cannot free it
@@ -448,7 +350,7 @@ pub(crate) fn slice<T>(alloc: &Alloc, len: usize) -> Result<HostSlice<'_, T>> {
 /// The caller holds exclusive access to the owner of `alloc` for `'a`.
 pub(crate) unsafe fn slice_mut<T>(alloc: &Alloc, len: usize) -> Result<HostSliceMut<'_, T>> {
     let h = host_side(alloc);
-    let borrow = h.access(alloc.device, alloc.generation, true)?;
+    let borrow = h.access(alloc, true)?;
     // SAFETY: as in `slice`; the owner is borrowed exclusively (the caller's contract), so no
     // other access and no new device work can start while the view lives.
     let data = unsafe { std::slice::from_raw_parts_mut(h.host_ptr.0.cast::<T>(), len) };
@@ -796,7 +698,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 
     /// Waits for every queued piece of device work that uses the memory.
     pub fn synchronize(&self) -> Result<()> {
-        record(host_side(&self.alloc).wait(true))
+        record(host_side(&self.alloc).wait(&self.alloc.uses, true))
     }
 }
 
@@ -928,7 +830,7 @@ fn scope<T: DeviceRepr, R>(
         len,
         _borrow: PhantomData,
     });
-    let done = host_side(&alloc).wait(true);
+    let done = host_side(&alloc).wait(&alloc.uses, true);
     drop(alloc);
     done.map(|()| out)
 }
@@ -986,7 +888,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
 
     /// Waits for every queued piece of device work that uses the memory.
     pub fn synchronize(&self) -> Result<()> {
-        record(host_side(self.alloc).wait(true))
+        record(host_side(self.alloc).wait(&self.alloc.uses, true))
     }
 }
 
@@ -995,6 +897,9 @@ macro_rules! host_traits {
         impl<$($lt,)? T: DeviceRepr> sealed::Sealed for $ty<$($lt,)? T> {
             fn allocation(&self) -> &Alloc {
                 &self.alloc
+            }
+            fn ptr_ref(&self) -> &u64 {
+                &self.alloc.ptr
             }
         }
         impl<$($lt,)? T: DeviceRepr> DeviceRead<T> for $ty<$($lt,)? T> {

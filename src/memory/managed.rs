@@ -261,7 +261,12 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
 
     /// Waits for every queued piece of device work that uses the memory.
     pub fn synchronize(&self) -> Result<()> {
-        record(self.alloc.host.as_deref().map_or(Ok(()), |h| h.wait(true)))
+        record(
+            self.alloc
+                .host
+                .as_deref()
+                .map_or(Ok(()), |h| h.wait(&self.alloc.uses, true)),
+        )
     }
 
     /// Migrates the memory to `to` in stream order (`cudaMemPrefetchAsync`). Does not block
@@ -272,23 +277,16 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             if self.alloc.bytes == 0 {
                 return Ok(());
             }
-            let _keep = self.alloc.check_stream(stream, "cudaMemPrefetchAsync")?;
-            let a = stream.enter()?;
-            self.alloc
-                .used_on(Some(stream), a.id(), stream.as_raw(), false)?;
-            // SAFETY: live managed allocation of `bytes` bytes; live stream.
-            a.check(
-                unsafe {
-                    sys::cuMemPrefetchAsync_v2(
-                        self.alloc.ptr,
-                        self.alloc.bytes,
-                        to.raw(),
-                        0,
-                        stream.as_raw(),
-                    )
-                },
-                "cuMemPrefetchAsync",
-            )
+            let lane = stream.lane()?;
+            let (ptr, bytes) = (self.alloc.ptr, self.alloc.bytes);
+            let uses = [crate::queue::Use::device(&self.alloc, false)];
+            lane.submit("cudaMemPrefetchAsync", &uses, |a, raw| {
+                // SAFETY: live managed allocation of `bytes` bytes; live stream.
+                a.check(
+                    unsafe { sys::cuMemPrefetchAsync_v2(ptr, bytes, to.raw(), 0, raw) },
+                    "cuMemPrefetchAsync",
+                )
+            })
         })())
     }
 

@@ -57,6 +57,7 @@ mod pointer;
 mod pool;
 mod staging;
 
+pub(crate) use device::Alloc;
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,

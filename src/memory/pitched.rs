@@ -11,11 +11,12 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use super::device::{sealed, Alloc, Keep};
+use super::device::{sealed, Alloc};
 use super::{DeviceBuffer, DeviceRead, DeviceRepr};
 use crate::context;
 use crate::driver::sys;
 use crate::error::{record, Error, Result};
+use crate::queue::{Lane, Use};
 use crate::stream::Stream;
 
 /// A position in elements (x), rows (y) and slices (z), like `cudaPos` but with x counted in
@@ -493,28 +494,26 @@ impl<T: DeviceRepr> PitchedBuffer<T> {
         if r.first == r.end {
             return Ok(());
         }
-        let (a, raw, _keep) = match stream {
-            Some(s) => {
-                let keep = self.alloc.check_stream(s, "cudaMemset3DAsync")?;
-                (s.enter()?, s.as_raw(), keep)
-            }
-            None => (
-                context::enter_handle(self.alloc.device, self.alloc.generation, "pitched buffer")?,
-                crate::stream::default_raw(),
-                Keep::NONE,
-            ),
-        };
-        self.alloc.used_on(stream, a.id(), raw, true)?;
-        for z in 0..extent.depth {
-            let ptr = self.alloc.ptr + (((pos.z + z) * l.rows + pos.y) * l.pitch + r.x) as u64;
-            // SAFETY: the region was checked against the allocation above: `height` rows of
-            // `width` bytes at `pitch` from `ptr` lie inside it.
-            a.check(
-                unsafe { sys::cuMemsetD2D8Async(ptr, l.pitch, value, r.width, extent.height, raw) },
-                "cuMemsetD2D8Async",
-            )?;
-        }
-        Ok(())
+        let lane = default_lane(stream, &self.alloc)?;
+        let base = self.alloc.ptr;
+        lane.submit(
+            "cudaMemset3D",
+            &[Use::device(&self.alloc, true)],
+            |a, raw| {
+                for z in 0..extent.depth {
+                    let ptr = base + (((pos.z + z) * l.rows + pos.y) * l.pitch + r.x) as u64;
+                    // SAFETY: the region was checked against the allocation above: `height` rows
+                    // of `width` bytes at `pitch` from `ptr` lie inside it.
+                    a.check(
+                        unsafe {
+                            sys::cuMemsetD2D8Async(ptr, l.pitch, value, r.width, extent.height, raw)
+                        },
+                        "cuMemsetD2D8Async",
+                    )?;
+                }
+                Ok(())
+            },
+        )
     }
 }
 
@@ -538,6 +537,9 @@ impl<T: DeviceRepr> PitchedSideMut<T> for PitchedBuffer<T> {}
 impl<T: DeviceRepr> sealed::Sealed for PitchedBuffer<T> {
     fn allocation(&self) -> &Alloc {
         &self.alloc
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.alloc.ptr
     }
 }
 impl<T: DeviceRepr> DeviceRead<T> for PitchedBuffer<T> {
@@ -617,22 +619,14 @@ fn copy_impl<T: DeviceRepr>(
         (Base::Device(_, a), _) | (_, Base::Device(_, a)) => Some(a),
         _ => None,
     };
-    let (a, raw, _keep) = match (stream, home) {
-        (Some(s), Some(h)) => {
-            let keep = h.check_stream(s, "cudaMemcpy3DAsync")?;
-            (s.enter()?, s.as_raw(), keep)
+    let lane = match (stream, home) {
+        (Some(s), _) => s.lane()?,
+        (None, Some(h)) => default_lane(None, h)?,
+        (None, None) => {
+            let a = context::enter_current()?;
+            let q = crate::stream::default_queue(&a);
+            Lane::new_owned(a, q)
         }
-        (Some(s), None) => (s.enter()?, s.as_raw(), Keep::NONE),
-        (None, Some(h)) => (
-            context::enter_handle(h.device, h.generation, "device memory")?,
-            crate::stream::default_raw(),
-            Keep::NONE,
-        ),
-        (None, None) => (
-            context::enter_current()?,
-            crate::stream::default_raw(),
-            Keep::NONE,
-        ),
     };
     let mut host_side = false;
     let mut peer = None;
@@ -656,23 +650,28 @@ fn copy_impl<T: DeviceRepr>(
     };
     let ((st, shost, sdev), sl, sp, sx) = fill(sb, sl, p.src_pos, &sr, &mut host_side);
     let ((dt, dhost, ddev), dl, dp, dx) = fill(db, dl, p.dst_pos, &dr, &mut host_side);
-    if let (Base::Device(_, s), Base::Device(_, d)) = (sb, db) {
-        if s.device != d.device {
-            // The source's context stays pinned (not reset) until the copy is queued; a reset
-            // after that waits for the destination's device (note_peer_reader), and so does the
-            // source's drop (note_device).
-            let pin = context::pin(s.device, s.generation, "the copy's source")?;
-            context::note_peer_reader(s.device, d.device);
-            s.note_device(d.device);
-            peer = Some((s, d, pin));
-        } else if s.generation != d.generation {
-            return Err(Error::ContextDestroyed {
-                what: "the copy's source",
-                device: s.device,
-            });
+    // Every device side is noted as used by the copy (through the one enqueue path): the
+    // destination written, the source read, possibly from another device (a peer copy).
+    let mut uses = Vec::with_capacity(2);
+    if let Base::Device(_, d) = db {
+        uses.push(Use::device(d, true));
+    }
+    if let Base::Device(_, s) = sb {
+        let other = s.host.is_none() && s.device != lane.a.dev.ordinal;
+        if other {
+            if matches!(db, Base::Host(_)) {
+                return Err(Error::DeviceMismatch {
+                    call: "cudaMemcpy3DAsync",
+                    what: "the copy's source (a copy to host memory runs on its device)",
+                    found: s.device,
+                    expected: lane.a.dev.ordinal,
+                });
+            }
+            peer = Some(s);
+            uses.push(Use::peer(s, false));
+        } else {
+            uses.push(Use::device(s, false));
         }
-        d.used_on(stream, a.id(), raw, true)?;
-        s.used_on(stream, a.id(), raw, false)?;
     }
     let desc = sys::CUDA_MEMCPY3D_PEER {
         srcXInBytes: sx,
@@ -701,17 +700,20 @@ fn copy_impl<T: DeviceRepr>(
         Height: p.extent.height,
         Depth: p.extent.depth,
     };
-    if let Some((_, d, sp)) = peer {
-        let da = context::enter_handle(d.device, d.generation, "the copy's destination")?;
-        let mut desc = desc;
-        desc.srcContext = sp.ctx_raw();
-        desc.dstContext = da.ctx_raw();
-        // SAFETY: both regions were checked against their allocations; both contexts are live
-        // and the stream belongs to the destination's, which is current.
-        return da.check(
-            unsafe { sys::cuMemcpy3DPeerAsync(&desc, raw) },
-            "cuMemcpy3DPeerAsync",
-        );
+    if let Some(s) = peer {
+        return lane.submit("cudaMemcpy3DPeerAsync", &uses, |a, raw| {
+            // Pinned by the admission of the source until this returns.
+            let sp = context::pin(s.device, s.generation, "the copy's source")?;
+            let mut desc = desc;
+            desc.srcContext = sp.ctx_raw();
+            desc.dstContext = a.ctx_raw();
+            // SAFETY: both regions were checked against their allocations; both contexts are
+            // live and the stream belongs to the destination's, which is current.
+            a.check(
+                unsafe { sys::cuMemcpy3DPeerAsync(&desc, raw) },
+                "cuMemcpy3DPeerAsync",
+            )
+        });
     }
     let d3 = sys::CUDA_MEMCPY3D {
         srcXInBytes: desc.srcXInBytes,
@@ -740,21 +742,39 @@ fn copy_impl<T: DeviceRepr>(
         Height: desc.Height,
         Depth: desc.Depth,
     };
-    // SAFETY: both regions were checked against their sides (host slices borrowed for the
-    // call, device memory live in this context); the host side, if any, is waited for below
-    // before its borrow ends.
-    a.check(
-        unsafe { sys::cuMemcpy3DAsync_v2(&d3, raw) },
-        "cuMemcpy3DAsync",
-    )?;
-    if host_side {
-        // SAFETY: live stream of the current context.
+    lane.submit("cudaMemcpy3DAsync", &uses, |a, raw| {
+        // SAFETY: both regions were checked against their sides (host slices borrowed for the
+        // call, device memory live in this context); the host side, if any, is waited for
+        // below before its borrow ends.
         a.check(
-            unsafe { sys::cuStreamSynchronize(raw) },
-            "cuStreamSynchronize",
+            unsafe { sys::cuMemcpy3DAsync_v2(&d3, raw) },
+            "cuMemcpy3DAsync",
         )?;
+        if host_side {
+            // SAFETY: live stream of the current context.
+            a.check(
+                unsafe { sys::cuStreamSynchronize(raw) },
+                "cuStreamSynchronize",
+            )?;
+        }
+        Ok(())
+    })?;
+    if host_side {
+        lane.synchronized();
     }
     Ok(())
+}
+
+/// The lane of `stream`, or of "stream 0" of `alloc`'s device.
+fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s>> {
+    match stream {
+        Some(s) => s.lane(),
+        None => {
+            let a = context::enter_handle(alloc.device, alloc.generation, "device memory")?;
+            let q = crate::stream::default_queue(&a);
+            Ok(Lane::new_owned(a, q))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ struct Ring {
     events: Vec<Raw<sys::CUevent_st>>,
     /// What is known of each slot's last DMA.
     state: [Slot; SLOTS],
+    /// The queue (its identity) of each slot's last DMA.
+    queue: [usize; SLOTS],
 }
 
 /// What is known of the DMA that last used a staging buffer.
@@ -66,6 +68,7 @@ impl Ring {
             bufs: Vec::with_capacity(SLOTS),
             events: Vec::with_capacity(SLOTS),
             state: [Slot::Idle; SLOTS],
+            queue: [0; SLOTS],
         };
         if let Err(e) = ring.fill(a) {
             ring.discard(a);
@@ -145,9 +148,36 @@ impl Ring {
         Ok(())
     }
 
-    /// Marks `slot` as used by a DMA about to be queued (before the copy call).
-    fn queued(&mut self, slot: usize) {
+    /// Marks `slot` as used by a DMA about to be queued on queue `queue` (before the copy
+    /// call).
+    fn queued(&mut self, slot: usize, queue: usize) {
         self.state[slot] = Slot::Unknown;
+        self.queue[slot] = queue;
+    }
+
+    /// Whether a slot still waits for a DMA of another queue than `queue`: the copy then takes
+    /// the driver's path rather than wait behind unrelated (maybe stalled) work.
+    fn busy_elsewhere(&mut self, queue: usize) -> bool {
+        (0..SLOTS).any(|slot| {
+            if self.queue[slot] == queue {
+                return false;
+            }
+            match self.state[slot] {
+                Slot::Idle => false,
+                Slot::Unknown => true,
+                // SAFETY: live event of the ring's (live) context; querying needs no current
+                // context.
+                Slot::Recorded => {
+                    match crate::driver::rc(unsafe { sys::cuEventQuery(self.events[slot].get()) }) {
+                        0 => {
+                            self.state[slot] = Slot::Idle;
+                            false
+                        }
+                        _ => true,
+                    }
+                }
+            }
+        })
     }
 
     fn record(&mut self, a: &Active, slot: usize, raw: sys::CUstream) -> Result<()> {
@@ -217,8 +247,13 @@ fn par_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
 }
 
 /// Runs `f` with the device's ring, made or remade for the live context of `a`. `None` when
-/// another thread holds the ring (the caller then takes the driver's path).
-fn with_ring<R>(a: &Active, f: impl FnOnce(&mut Ring) -> Result<R>) -> Option<Result<R>> {
+/// another thread holds the ring, or a slot still serves another queue's copy (the caller then
+/// takes the driver's path).
+fn with_ring<R>(
+    a: &Active,
+    queue: usize,
+    f: impl FnOnce(&mut Ring) -> Result<R>,
+) -> Option<Result<R>> {
     let slot = rings().0.get(a.dev.ordinal as usize)?;
     let mut guard = slot.try_lock()?;
     if guard
@@ -237,22 +272,31 @@ fn with_ring<R>(a: &Active, f: impl FnOnce(&mut Ring) -> Result<R>) -> Option<Re
         }
     }
     let ring = guard.as_mut().expect("ring made above");
+    if ring.busy_elsewhere(queue) {
+        return None;
+    }
     Some(f(ring))
 }
 
 /// Host to device through the ring, on stream `raw` of the current context `a`. Returns `None`
 /// when the copy should take the driver's path instead. When it returns, `src` has been read;
 /// the last chunks' DMA may still run (from the ring's own memory).
-pub(crate) fn htod(a: &Active, raw: sys::CUstream, dst: u64, src: &[u8]) -> Option<Result<()>> {
+pub(crate) fn htod(
+    a: &Active,
+    raw: sys::CUstream,
+    queue: usize,
+    dst: u64,
+    src: &[u8],
+) -> Option<Result<()>> {
     if src.len() < DIRECT_BELOW {
         return None;
     }
     let pool = pool()?;
-    with_ring(a, |ring| {
+    with_ring(a, queue, |ring| {
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
             let slot = i % SLOTS;
             ring.wait(a, slot)?;
-            ring.queued(slot);
+            ring.queued(slot, queue);
             // SAFETY: the slot's DMA is finished and the ring is held exclusively.
             let buf = unsafe { ring.buf(slot) };
             par_copy(pool, &mut buf[..chunk.len()], chunk);
@@ -279,7 +323,13 @@ pub(crate) fn htod(a: &Active, raw: sys::CUstream, dst: u64, src: &[u8]) -> Opti
 /// Device to host through the ring, on stream `raw` of the current context `a`. Returns `None`
 /// when the copy should take the driver's path instead; otherwise returns when `dst` holds the
 /// data.
-pub(crate) fn dtoh(a: &Active, raw: sys::CUstream, dst: &mut [u8], src: u64) -> Option<Result<()>> {
+pub(crate) fn dtoh(
+    a: &Active,
+    raw: sys::CUstream,
+    queue: usize,
+    dst: &mut [u8],
+    src: u64,
+) -> Option<Result<()>> {
     if dst.len() < DIRECT_BELOW {
         return None;
     }
@@ -287,11 +337,11 @@ pub(crate) fn dtoh(a: &Active, raw: sys::CUstream, dst: &mut [u8], src: u64) -> 
     let n = dst.len().div_ceil(CHUNK);
     let total = dst.len();
     let len_of = move |i: usize| CHUNK.min(total - i * CHUNK);
-    with_ring(a, |ring| {
+    with_ring(a, queue, |ring| {
         let issue = |ring: &mut Ring, i: usize| -> Result<()> {
             let slot = i % SLOTS;
             ring.wait(a, slot)?;
-            ring.queued(slot);
+            ring.queued(slot, queue);
             // SAFETY: the slot's earlier DMA is finished; the ring is held exclusively.
             let buf = unsafe { ring.buf(slot) };
             // SAFETY: `src + i * CHUNK .. + len` lies in the source the caller checked; the

@@ -1,0 +1,781 @@
+//! The one enqueue path, and how a use of memory is remembered and waited for.
+//!
+//! # The mechanism
+//!
+//! * **Queues have identities.** A [`Queue`] is one ordered queue of device work: a created
+//!   stream, the legacy default stream of one context activation, or the per-thread default
+//!   stream of one host thread in one context activation. The per-thread stream's raw handle
+//!   (`0x2`) names a different stream on every thread, so it is never stored as an identity: each
+//!   thread resolves it to its own [`Queue`] when it submits.
+//! * **A use is a point in a queue.** Every submission that touches memory goes through
+//!   [`Lane::submit`], which receives the memory it uses with the access ([`Use`]), checks it
+//!   may be used there, queues the work, and then notes on each piece of memory the queue and
+//!   the submission's sequence number in that queue. Nothing else in the crate queues work on
+//!   memory, so no operation can forget to note a use.
+//! * **Fences are recorded lazily.** A sequence number becomes something to wait for through a
+//!   *fence*: an event (without timing, about 0.2 us to record) recorded in the queue after the
+//!   submission. Fences are recorded only where needed:
+//!   - eagerly, right after the submission, when it uses memory the CPU can reach (page-locked,
+//!     mapped, managed: a CPU view waits for exactly that point), or when the queue is a
+//!     per-thread stream (only its own thread can record in it later);
+//!   - otherwise when someone first needs to wait (a drop, a CPU view, ordering another queue
+//!     after a stream-ordered allocation): then the fence covers the queue up to that moment.
+//!
+//!   Plain kernel launches on created or legacy streams record nothing, so the launch path
+//!   costs a lock and a few stores over the raw `cuLaunchKernel`, and launches that use no
+//!   memory (or copies without tracked memory) none at all.
+//! * **Waiting for a use** waits for its fence with `cuEventSynchronize`, from any thread, in the
+//!   fence's context; the queue remembers how far it is known to be complete.
+//! * **Drops never wait.** Memory that work may still use, and every `cuMemFree` (which, as
+//!   measured on driver 580, waits for the whole device, unrelated streams included), goes to
+//!   the *reclaimer*: a background thread that frees each allocation once the fences of its
+//!   own uses have completed (polling with `cuEventQuery`), in the allocation's context. A
+//!   stream-ordered allocation used only on its own stream is freed at once with
+//!   `cuMemFreeAsync`. An allocation that fails for lack of memory first lets the reclaimer
+//!   finish (bounded) and tries again. [`Device::synchronize`](crate::Device::synchronize)
+//!   reclaims what is ready before it returns.
+//! * **Capture.** A fence is never recorded in, nor waited for on, a queue that is being
+//!   captured into a graph (checked with `cuStreamIsCapturing` on the slow paths only), so no
+//!   internal call breaks a capture. (The graph API builds on this: uses noted during a capture
+//!   belong to the graph.)
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::context::{self, Active};
+use crate::driver::{self, sys, Raw};
+use crate::error::{Error, Result};
+
+/// An event recorded in a queue after some submission; destroyed (in its context, if that still
+/// lives) when the last holder lets go.
+pub(crate) struct FenceEvent {
+    raw: Raw<sys::CUevent_st>,
+    device: i32,
+    generation: u64,
+}
+
+impl FenceEvent {
+    pub(crate) fn raw(&self) -> sys::CUevent {
+        self.raw.0
+    }
+}
+
+impl Drop for FenceEvent {
+    fn drop(&mut self) {
+        let raw = self.raw;
+        context::release(
+            self.device,
+            self.generation,
+            "destroying a fence",
+            move |a| {
+                // SAFETY: made in this (live) context by `Queue::record_fence`; waits already queued
+                // on it still complete after the destroy.
+                a.check(
+                    unsafe { sys::cuEventDestroy_v2(raw.get()) },
+                    "cuEventDestroy",
+                )
+            },
+        );
+    }
+}
+
+#[derive(Clone)]
+struct Fence {
+    seq: u64,
+    event: Arc<FenceEvent>,
+}
+
+#[derive(Default)]
+struct QState {
+    /// Submissions with noted uses queued so far.
+    seq: u64,
+    /// Every submission up to here is known complete.
+    done: u64,
+    /// Recorded fences, in increasing `seq`.
+    fences: VecDeque<Fence>,
+}
+
+/// What a queue is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueKind {
+    /// A created stream.
+    Owned,
+    /// The legacy default stream of a context activation.
+    Legacy,
+    /// The per-thread default stream of one thread.
+    PerThread,
+}
+
+/// One queue of device work (see the module docs).
+pub(crate) struct Queue {
+    raw: Raw<sys::CUstream_st>,
+    pub(crate) device: i32,
+    pub(crate) generation: u64,
+    kind: QueueKind,
+    /// For a per-thread stream: the thread that owns it.
+    owner: Option<std::thread::ThreadId>,
+    state: Mutex<QState>,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("raw", &self.raw.0)
+            .field("device", &self.device)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Queue {
+    pub(crate) fn new(raw: sys::CUstream, device: i32, generation: u64, kind: QueueKind) -> Queue {
+        Queue {
+            raw: Raw(raw),
+            device,
+            generation,
+            kind,
+            owner: (kind == QueueKind::PerThread).then(|| std::thread::current().id()),
+            state: Mutex::new(QState::default()),
+        }
+    }
+
+    /// The raw stream handle (`0x1` / `0x2` for the default streams).
+    #[inline]
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.raw.0
+    }
+
+    /// Whether the calling thread can queue work on this queue (another thread's per-thread
+    /// stream cannot be named).
+    fn addressable(&self) -> bool {
+        self.owner
+            .map_or(true, |o| o == std::thread::current().id())
+    }
+
+    /// Whether the queue is being captured into a graph (`cuStreamIsCapturing`); the context
+    /// must be current.
+    fn capturing(&self, a: &Active) -> bool {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: live stream of the current context; valid out-parameter.
+        let r = unsafe { sys::cuStreamIsCapturing(self.raw(), &mut status) };
+        let _ = a;
+        driver::rc(r) == 0 && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    }
+
+    /// Records a fence after everything queued so far. `a` is this queue's context, current;
+    /// the caller holds the state lock and may address the queue.
+    fn record_fence(&self, a: &Active, st: &mut QState) -> Result<Fence> {
+        let mut ev: sys::CUevent = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: the context is current; valid out-parameter.
+        a.check(
+            unsafe { sys::cuEventCreate(&mut ev, flags) },
+            "cuEventCreate",
+        )?;
+        let event = Arc::new(FenceEvent {
+            raw: Raw(ev),
+            device: self.device,
+            generation: self.generation,
+        });
+        // SAFETY: live event and stream of the current context.
+        a.check(
+            unsafe { sys::cuEventRecord(ev, self.raw()) },
+            "cuEventRecord",
+        )?;
+        let f = Fence { seq: st.seq, event };
+        st.fences.push_back(f.clone());
+        Ok(f)
+    }
+
+    /// A fence that completes after submission `seq`, recording one if none does yet and the
+    /// calling thread can. `Ok(None)`: `seq` is known complete, or the context is gone, or the
+    /// queue is being captured (nothing to wait for outside the graph).
+    fn fence_for(&self, seq: u64) -> Result<Option<Fence>> {
+        {
+            let st = self.state.lock();
+            if st.done >= seq {
+                return Ok(None);
+            }
+            if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
+                return Ok(Some(f.clone()));
+            }
+        }
+        if context::in_host_fn() {
+            // No CUDA call may be made here; the reclaimer asks again from its own thread.
+            return Err(Error::InHostFunction {
+                call: "recording a fence",
+            });
+        }
+        if !self.addressable() {
+            // Never reached: uses of per-thread streams are fenced when queued.
+            return Err(Error::InvalidValue {
+                what: "a use of memory on another thread's per-thread stream",
+                value: format!("submission {seq}"),
+                reason: "it has no fence (internal error)",
+            });
+        }
+        let Some(a) = context::enter_live(self.device, self.generation)? else {
+            return Ok(None);
+        };
+        let mut st = self.state.lock();
+        if st.done >= seq {
+            return Ok(None);
+        }
+        if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
+            return Ok(Some(f.clone()));
+        }
+        if self.capturing(&a) {
+            return Ok(None);
+        }
+        self.record_fence(&a, &mut st).map(Some)
+    }
+
+    /// Marks everything up to `seq` complete and drops the fences it covers.
+    fn completed(&self, seq: u64) {
+        let mut st = self.state.lock();
+        if seq > st.done {
+            st.done = seq;
+        }
+        let done = st.done;
+        while st.fences.front().is_some_and(|f| f.seq <= done) {
+            st.fences.pop_front();
+        }
+    }
+
+    /// Blocks until submission `seq` is complete, whatever thread asks.
+    pub(crate) fn wait(&self, seq: u64) -> Result<()> {
+        let Some(f) = self.fence_for(seq)? else {
+            return Ok(());
+        };
+        let Some(a) = context::enter_live(self.device, self.generation)? else {
+            return Ok(());
+        };
+        // SAFETY: the fence's context is live and current, and kept from a reset by `a`.
+        a.check(
+            unsafe { sys::cuEventSynchronize(f.event.raw()) },
+            "cuEventSynchronize",
+        )?;
+        self.completed(f.seq);
+        Ok(())
+    }
+
+    /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
+    /// when the calling thread can record one.
+    fn is_done(&self, seq: u64) -> Result<bool> {
+        let f = match self.fence_for(seq)? {
+            None => return Ok(true),
+            Some(f) => f,
+        };
+        let Ok(_pin) = context::pin(self.device, self.generation, "queue") else {
+            return Ok(true);
+        };
+        // SAFETY: the event lives (held by `f`) in a context kept from a reset by `_pin`;
+        // querying needs no current context.
+        match driver::rc(unsafe { sys::cuEventQuery(f.event.raw()) }) {
+            0 => {
+                self.completed(f.seq);
+                Ok(true)
+            }
+            600 => Ok(false),
+            code => Err(Error::from_driver(code, "cuEventQuery")),
+        }
+    }
+
+    /// For callers that just synchronised the whole queue: everything queued so far is done.
+    pub(crate) fn synchronized(&self) {
+        let seq = self.state.lock().seq;
+        self.completed(seq);
+    }
+}
+
+// The raw stream handle is a plain number; the queue's state is behind its mutex.
+unsafe impl Send for Queue {}
+unsafe impl Sync for Queue {}
+// SAFETY: the event handle is a plain number used only through the driver, which is
+// thread-safe.
+unsafe impl Send for FenceEvent {}
+unsafe impl Sync for FenceEvent {}
+
+/// The uses of one piece of memory: per queue, the last submission that used it and the last
+/// that wrote it (0: none).
+#[derive(Debug, Default)]
+pub(crate) struct Uses {
+    list: Mutex<Vec<UseRec>>,
+}
+
+#[derive(Debug, Clone)]
+struct UseRec {
+    queue: Arc<Queue>,
+    seq: u64,
+    write_seq: u64,
+}
+
+impl Uses {
+    /// Notes a use by submission `seq` of `queue`.
+    #[inline]
+    fn note(&self, queue: &Arc<Queue>, seq: u64, write: bool) {
+        let mut l = self.list.lock();
+        let ws = if write { seq } else { 0 };
+        if let Some(u) = l.iter_mut().find(|u| Arc::ptr_eq(&u.queue, queue)) {
+            u.seq = seq;
+            if write {
+                u.write_seq = seq;
+            }
+            return;
+        }
+        l.push(UseRec {
+            queue: queue.clone(),
+            seq,
+            write_seq: ws,
+        });
+    }
+
+    /// Waits for the uses a CPU access conflicts with: the writes for a read, all for a write.
+    /// Uses whose wait failed stay, so a later access fails again rather than passing.
+    pub(crate) fn wait(&self, for_write: bool) -> Result<()> {
+        let list: Vec<UseRec> = self.list.lock().clone();
+        let mut first = Ok(());
+        for u in &list {
+            let seq = if for_write { u.seq } else { u.write_seq };
+            if seq == 0 {
+                continue;
+            }
+            match u.queue.wait(seq) {
+                Ok(()) => {
+                    let mut l = self.list.lock();
+                    if let Some(i) = l.iter().position(|x| Arc::ptr_eq(&x.queue, &u.queue)) {
+                        if l[i].seq <= seq {
+                            l.swap_remove(i);
+                        } else if l[i].write_seq <= seq {
+                            l[i].write_seq = 0;
+                        }
+                    }
+                }
+                Err(e) => {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            }
+        }
+        first
+    }
+
+    /// Whether a CPU access would have to wait (for refusing it where no wait is allowed).
+    pub(crate) fn pending(&self, for_write: bool) -> bool {
+        self.list.lock().iter().any(|u| {
+            let seq = if for_write { u.seq } else { u.write_seq };
+            seq > 0 && u.queue.state.lock().done < seq
+        })
+    }
+
+    /// Whether every use was on `queue`.
+    pub(crate) fn only_on(&self, queue: &Arc<Queue>) -> bool {
+        self.list
+            .lock()
+            .iter()
+            .all(|u| Arc::ptr_eq(&u.queue, queue))
+    }
+
+    /// Takes the uses out for a deferred free: each with a fence recorded where possible now
+    /// (so that the reclaimer only has to query), as points to wait for.
+    pub(crate) fn take_points(&mut self) -> Vec<(Arc<Queue>, u64)> {
+        let list = std::mem::take(self.list.get_mut());
+        list.into_iter()
+            .filter(|u| u.queue.state.lock().done < u.seq)
+            .map(|u| {
+                // Best effort: on failure the reclaimer asks again (and fails again, leaking
+                // rather than freeing under running work).
+                let _ = u.queue.fence_for(u.seq);
+                (u.queue, u.seq)
+            })
+            .collect()
+    }
+}
+
+/// How a submission uses one piece of memory. (Public in a private module: unnameable outside
+/// the crate; the generated kernel wrappers pass it along.)
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Use<'a> {
+    pub(crate) alloc: &'a crate::memory::Alloc,
+    pub(crate) write: bool,
+    /// The work uses the memory's device address (kernels, device-to-device copies), so
+    /// page-locked memory must be mapped; copies to and from page-locked memory do not.
+    pub(crate) device_address: bool,
+    /// The work may be another device's (a peer copy's side).
+    pub(crate) peer: bool,
+}
+
+impl<'a> Use<'a> {
+    /// A kernel argument or device-side operand.
+    #[inline]
+    pub(crate) fn device(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
+        Use {
+            alloc,
+            write,
+            device_address: true,
+            peer: false,
+        }
+    }
+
+    /// The page-locked side of a copy.
+    #[inline]
+    pub(crate) fn host_copy(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
+        Use {
+            alloc,
+            write,
+            device_address: false,
+            peer: false,
+        }
+    }
+
+    /// A side of a copy that may be another device's memory.
+    #[inline]
+    pub(crate) fn peer(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
+        Use {
+            alloc,
+            write,
+            device_address: true,
+            peer: true,
+        }
+    }
+}
+
+/// Where a submission goes: an entered context and one of its queues.
+pub(crate) struct Lane<'q> {
+    pub(crate) a: Active,
+    queue: QueueRef<'q>,
+}
+
+enum QueueRef<'q> {
+    Borrowed(&'q Arc<Queue>),
+    Owned(Arc<Queue>),
+}
+
+impl<'q> Lane<'q> {
+    pub(crate) fn new(a: Active, queue: &'q Arc<Queue>) -> Lane<'q> {
+        Lane {
+            a,
+            queue: QueueRef::Borrowed(queue),
+        }
+    }
+
+    pub(crate) fn new_owned(a: Active, queue: Arc<Queue>) -> Lane<'static> {
+        Lane {
+            a,
+            queue: QueueRef::Owned(queue),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn queue(&self) -> &Arc<Queue> {
+        match &self.queue {
+            QueueRef::Borrowed(q) => q,
+            QueueRef::Owned(q) => q,
+        }
+    }
+
+    /// The raw stream handle of the queue.
+    #[inline]
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.queue().raw()
+    }
+
+    /// Queues work that uses `uses`: checks each may be used here (device, context, mapping,
+    /// writability; pins the contexts of other devices' memory until the work is queued), orders
+    /// the queue after stream-ordered allocations made elsewhere, runs `op` (the driver call),
+    /// then notes every use at this submission's point in the queue. The one place where device
+    /// work on memory is queued.
+    #[inline]
+    pub(crate) fn submit<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        if uses.is_empty() {
+            return op(&self.a, self.raw());
+        }
+        let q = self.queue();
+        let mut keeps = Vec::new();
+        let mut host = false;
+        for u in uses {
+            if let Some(k) = u.alloc.admit(u, &self.a, q, call)? {
+                keeps.push(k);
+            }
+            host |= u.alloc.host.is_some();
+        }
+        let r = op(&self.a, q.raw());
+        // The point is taken after the work is queued: a fence labelled with a number is always
+        // recorded after every submission numbered up to it (see `record_fence`). Noted even
+        // when `op` failed: part of the work may be queued. No lock is held while `op` runs, so
+        // a submission that blocks (a synchronous copy) never holds up other threads.
+        let mut st = q.state.lock();
+        st.seq += 1;
+        let seq = st.seq;
+        for u in uses {
+            u.alloc.uses.note(q, seq, u.write);
+        }
+        let fenced = if (host || q.kind == QueueKind::PerThread) && !q.capturing(&self.a) {
+            q.record_fence(&self.a, &mut st).map(drop)
+        } else {
+            Ok(())
+        };
+        drop(st);
+        drop(keeps);
+        r.and_then(|r| fenced.map(|()| r))
+    }
+
+    /// After a synchronising call on this queue: everything queued on it is done.
+    pub(crate) fn synchronized(&self) {
+        self.queue().synchronized();
+    }
+}
+
+/// A fence of submission `seq` of `queue` for ordering other queues after it: `Ok(None)` when it
+/// is known complete.
+pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEvent>>> {
+    match queue.fence_for(seq)? {
+        None => Ok(None),
+        Some(f) => {
+            let Ok(_pin) = context::pin(queue.device, queue.generation, "queue") else {
+                return Ok(None);
+            };
+            // SAFETY: the event is held by `f`, its context pinned.
+            if driver::rc(unsafe { sys::cuEventQuery(f.event.raw()) }) == 0 {
+                queue.completed(f.seq);
+                return Ok(None);
+            }
+            Ok(Some(f.event))
+        }
+    }
+}
+
+/// Notes a stream-ordered allocation just queued on `queue` as a write of the new memory, and
+/// returns its point in the queue.
+pub(crate) fn note_alloc(queue: &Arc<Queue>, uses: &Uses) -> u64 {
+    let mut st = queue.state.lock();
+    st.seq += 1;
+    uses.note(queue, st.seq, true);
+    st.seq
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reclaimer.
+
+/// Frees memory in its live context (`Some`), or after a reset (`None`: only memory the crate
+/// owns on the host is left to release).
+type FreeFn = Box<dyn FnOnce(Option<&Active>) -> Result<()> + Send>;
+
+/// A free waiting for the uses of its memory.
+struct Grave {
+    device: i32,
+    generation: u64,
+    waits: Vec<(Arc<Queue>, u64)>,
+    free: FreeFn,
+    during: &'static str,
+}
+
+struct Yard {
+    graves: Mutex<Vec<Grave>>,
+    wake: Condvar,
+    /// Graves taken out by the reclaimer and not yet freed.
+    busy: AtomicUsize,
+    idle: Condvar,
+    idle_lock: Mutex<()>,
+}
+
+fn yard() -> &'static Yard {
+    static YARD: OnceLock<Yard> = OnceLock::new();
+    static STARTED: OnceLock<bool> = OnceLock::new();
+    let y = YARD.get_or_init(|| Yard {
+        graves: Mutex::new(Vec::new()),
+        wake: Condvar::new(),
+        busy: AtomicUsize::new(0),
+        idle: Condvar::new(),
+        idle_lock: Mutex::new(()),
+    });
+    STARTED.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("cuda-runtime-reclaimer".into())
+            .spawn(reclaimer)
+            .is_ok()
+    });
+    y
+}
+
+/// Frees memory once the uses in `waits` are done, in the background (see the module docs).
+pub(crate) fn defer_free(
+    device: i32,
+    generation: u64,
+    waits: Vec<(Arc<Queue>, u64)>,
+    during: &'static str,
+    free: impl FnOnce(Option<&Active>) -> Result<()> + Send + 'static,
+) {
+    let y = yard();
+    y.graves.lock().push(Grave {
+        device,
+        generation,
+        waits,
+        free: Box::new(free),
+        during,
+    });
+    y.wake.notify_one();
+}
+
+fn bury(g: Grave) {
+    let Grave {
+        device,
+        generation,
+        free,
+        during,
+        ..
+    } = g;
+    let dev = context::device_state(device).ok();
+    let r = match context::enter_live(device, generation) {
+        Ok(Some(a)) => free(Some(&a)),
+        Ok(None) => free(None),
+        Err(e) => Err(e),
+    };
+    if let (Err(e), Some(d)) = (r, dev) {
+        d.defer(during, e);
+    }
+}
+
+/// Whether every wait of `g` is done; a failed query leaves it waiting (leaked rather than freed
+/// under work that may still run), recorded once as the device's deferred error.
+fn ready(g: &mut Grave) -> bool {
+    let mut keep = Vec::new();
+    for (q, seq) in g.waits.drain(..) {
+        match q.is_done(seq) {
+            Ok(true) => {}
+            Ok(false) => keep.push((q, seq)),
+            Err(e) => {
+                if e.is_sticky() {
+                    // The context is lost: no work runs any more.
+                    continue;
+                }
+                if let Ok(d) = context::device_state(g.device) {
+                    d.defer(g.during, e);
+                }
+                keep.push((q, seq));
+            }
+        }
+    }
+    g.waits = keep;
+    g.waits.is_empty()
+}
+
+fn reclaimer() {
+    let y = yard_ref();
+    let mut pause = Duration::from_micros(50);
+    loop {
+        let batch: Vec<Grave> = {
+            let mut g = y.graves.lock();
+            while g.is_empty() {
+                y.wake.wait(&mut g);
+            }
+            y.busy.fetch_add(g.len(), Ordering::AcqRel);
+            std::mem::take(&mut *g)
+        };
+        let n = batch.len();
+        let mut waiting = Vec::new();
+        for mut g in batch {
+            if ready(&mut g) {
+                bury(g);
+            } else {
+                waiting.push(g);
+            }
+        }
+        let progressed = waiting.len() < n;
+        if !waiting.is_empty() {
+            y.graves.lock().extend(waiting);
+        }
+        y.busy.fetch_sub(n, Ordering::AcqRel);
+        {
+            let _l = y.idle_lock.lock();
+            y.idle.notify_all();
+        }
+        if progressed {
+            pause = Duration::from_micros(50);
+        } else {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+}
+
+fn yard_ref() -> &'static Yard {
+    yard()
+}
+
+/// Frees what is ready now on the calling thread (after a synchronising call), then waits up to
+/// `patience` for the reclaimer to free what it holds of `device`. Returns whether anything of
+/// `device` is still waiting.
+pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
+    if context::in_host_fn() {
+        return true;
+    }
+    let y = yard();
+    let mine: Vec<Grave> = {
+        let mut g = y.graves.lock();
+        let (mine, rest): (Vec<Grave>, Vec<Grave>) = std::mem::take(&mut *g)
+            .into_iter()
+            .partition(|x| x.device == device);
+        *g = rest;
+        y.busy.fetch_add(mine.len(), Ordering::AcqRel);
+        mine
+    };
+    let n = mine.len();
+    let mut waiting = Vec::new();
+    for mut g in mine {
+        if ready(&mut g) {
+            bury(g);
+        } else {
+            waiting.push(g);
+        }
+    }
+    if !waiting.is_empty() {
+        y.graves.lock().extend(waiting);
+    }
+    y.busy.fetch_sub(n, Ordering::AcqRel);
+    let end = Instant::now() + patience;
+    loop {
+        let pending = y.busy.load(Ordering::Acquire) > 0
+            || y.graves.lock().iter().any(|g| g.device == device);
+        if !pending {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        y.wake.notify_one();
+        let mut l = y.idle_lock.lock();
+        y.idle
+            .wait_for(&mut l, (end - now).min(Duration::from_millis(1)));
+    }
+}
+
+/// Runs an allocation, and when it fails for lack of memory, lets deferred frees of `device`
+/// finish (up to two seconds) and tries once more.
+pub(crate) fn alloc_retry<T>(device: i32, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    match f() {
+        Err(e) if e.code() == crate::ErrorCode::MemoryAllocation => {
+            let y = yard();
+            let any = y.busy.load(Ordering::Acquire) > 0
+                || y.graves.lock().iter().any(|g| g.device == device);
+            if !any {
+                return Err(e);
+            }
+            reclaim(device, Duration::from_secs(2));
+            f()
+        }
+        r => r,
+    }
+}
