@@ -83,6 +83,9 @@ impl Drop for FenceEvent {
     }
 }
 
+/// The most fences a queue keeps.
+const MAX_FENCES: usize = 256;
+
 #[derive(Clone)]
 struct Fence {
     seq: u64,
@@ -187,6 +190,20 @@ impl Queue {
             "cuEventRecord",
         )?;
         let f = Fence { seq: st.seq, event };
+        // Completed fences are dropped from the front; past the cap the oldest go too (a wait
+        // for an early point then uses a later fence: it waits longer, never less).
+        while st.fences.len() >= 8 {
+            let front = st.fences.front().expect("non-empty");
+            // SAFETY: live event of the current context.
+            if driver::rc(unsafe { sys::cuEventQuery(front.event.raw()) }) != 0 {
+                break;
+            }
+            st.done = st.done.max(front.seq);
+            st.fences.pop_front();
+        }
+        if st.fences.len() >= MAX_FENCES {
+            st.fences.pop_front();
+        }
         st.fences.push_back(f.clone());
         Ok(f)
     }
