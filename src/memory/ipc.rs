@@ -134,7 +134,23 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     #[doc(alias = "cudaIpcOpenMemHandle")]
     #[doc(alias = "cudaIpcCloseMemHandle")]
     pub fn open_ipc(handle: &IpcMemHandle, len: usize) -> Result<DeviceBuffer<T>> {
-        record((|| {
+        record(match Self::open_ipc_once(handle, len) {
+            // A buffer of this mapping dropped just before is closed by the reclaimer: let it
+            // finish, then try again.
+            Err(Error::InvalidValue {
+                what: "cudaIpcOpenMemHandle",
+                ..
+            }) => {
+                let patience = std::time::Duration::from_secs(2);
+                crate::queue::reclaim(context::current_ordinal(), patience);
+                Self::open_ipc_once(handle, len)
+            }
+            r => r,
+        })
+    }
+
+    fn open_ipc_once(handle: &IpcMemHandle, len: usize) -> Result<DeviceBuffer<T>> {
+        (|| {
             let a = context::enter_current()?;
             let h = sys::CUipcMemHandle {
                 reserved: handle.0.map(|b| b as _),
@@ -196,7 +212,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 Alloc::opened_ipc(ptr, avail, a.dev.ordinal, a.generation()),
                 len,
             ))
-        })())
+        })()
     }
 }
 
