@@ -1,15 +1,20 @@
-//! Memory benchmarks: page-locked, write-combined and pageable copies, and allocation, each
-//! through this crate, the raw driver call and NVIDIA's libcudart (loaded at run time from
-//! `/usr/local/cuda/lib64/libcudart.so`, or `CUDA_RUNTIME_LIBCUDART`), in the same process and
-//! primary context. Criterion measures each; a summary of medians of interleaved batches with
-//! the ratios follows.
+//! Memory benchmarks: page-locked, write-combined and pageable copies, allocation, and the drop
+//! of a buffer still in use on a busy stream, each through this crate, the raw driver call and
+//! NVIDIA's libcudart (loaded at run time from `/usr/local/cuda/lib64/libcudart.so`, or
+//! `CUDA_RUNTIME_LIBCUDART`), in the same process and primary context. Criterion measures each;
+//! a summary of medians of interleaved batches with the ratios follows.
+//!
+//! The drop figure times the drop call alone (`cuMemFree` / `cudaFree` for the others): a 1 MiB
+//! buffer is used by a kernel queued on a stream that a spin kernel keeps busy for about 2 ms.
+//! The crate's drop must not wait for that work (the memory is freed once its use is done);
+//! `cuMemFree` and `cudaFree` synchronise the device.
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CString};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use cuda_runtime::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+use cuda_runtime::{kernels, DeviceBuffer, HostAllocFlags, LaunchConfig, PinnedBuffer, Stream};
 use cudarc::driver::sys;
 
 fn die(what: &str) -> ! {
@@ -88,6 +93,8 @@ impl Cudart {
 
 const BIG: usize = 256 << 20;
 const SMALL: usize = 1 << 20;
+/// How long the spin kernel keeps the stream of the drop figure busy.
+const BUSY_NS: u64 = 2_000_000;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Way {
@@ -105,10 +112,11 @@ enum Figure {
     PageableD2H,
     AllocAsync,
     Alloc,
+    DropInUse,
 }
 
 impl Figure {
-    const ALL: [Figure; 7] = [
+    const ALL: [Figure; 8] = [
         Figure::PinnedH2D,
         Figure::PinnedD2H,
         Figure::WriteCombinedH2D,
@@ -116,6 +124,7 @@ impl Figure {
         Figure::PageableD2H,
         Figure::AllocAsync,
         Figure::Alloc,
+        Figure::DropInUse,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -126,23 +135,73 @@ impl Figure {
             Figure::PageableD2H => "pageable D2H 256 MiB (memcpy)",
             Figure::AllocAsync => "1 MiB mallocAsync + freeAsync",
             Figure::Alloc => "1 MiB malloc + free",
+            Figure::DropInUse => "drop of a buffer in use on another stream",
         }
     }
     fn is_copy(self) -> bool {
-        !matches!(self, Figure::AllocAsync | Figure::Alloc)
+        !matches!(self, Figure::AllocAsync | Figure::Alloc | Figure::DropInUse)
+    }
+    /// Whether only part of each operation is timed (the drop), not the whole batch.
+    fn times_part(self) -> bool {
+        self == Figure::DropInUse
     }
     fn batch(self) -> u64 {
         match self {
             Figure::AllocAsync => 2000,
             Figure::Alloc => 50,
+            Figure::DropInUse => 20,
             _ => 2,
         }
     }
 }
 
+/// Launches the `spin` kernel (`kernels/spin.cu`) with the raw driver: one thread spins for
+/// `ns` nanoseconds on `stream`, with `len` elements at `stamps` as its argument (slot -1: it
+/// writes nothing).
+fn launch_spin(f: sys::CUfunction, stream: sys::CUstream, stamps: u64, len: usize, ns: u64) {
+    let (mut p, mut l, mut d, mut slot) = (stamps, len, ns, -1i32);
+    let mut params = [
+        (&mut p as *mut u64).cast::<c_void>(),
+        (&mut l as *mut usize).cast::<c_void>(),
+        (&mut d as *mut u64).cast::<c_void>(),
+        (&mut slot as *mut i32).cast::<c_void>(),
+    ];
+    // SAFETY: `f` is `spin(unsigned long long*, size_t, unsigned long long, int)` of a module
+    // loaded in the current context; the parameters match it; the kernel writes nothing with
+    // slot -1.
+    ck(
+        unsafe {
+            sys::cuLaunchKernel(
+                f,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        },
+        "cuLaunchKernel",
+    );
+}
+
+/// Whether the stream has no work left (`cuStreamQuery`).
+fn idle(stream: sys::CUstream) -> bool {
+    // SAFETY: live stream of the current context.
+    unsafe { sys::cuStreamQuery(stream) == sys::CUresult::CUDA_SUCCESS }
+}
+
 struct Setup {
     stream: Stream,
     raw_stream: sys::CUstream,
+    /// The `spin` kernel, loaded with the raw driver (for the driver and libcudart columns).
+    spin: sys::CUfunction,
+    /// The crate's spin kernel's argument when it only keeps the stream busy.
+    stamps: DeviceBuffer<u64>,
     dev: DeviceBuffer<u8>,
     pinned: PinnedBuffer<u8>,
     wc: PinnedBuffer<u8>,
@@ -151,9 +210,12 @@ struct Setup {
 }
 
 impl Setup {
-    fn op(&mut self, fig: Figure, way: Way) -> bool {
+    /// One operation; `None` when `way` is not available. Returns the time of the part that
+    /// is measured alone (the drop), zero for figures timed as a whole.
+    fn op(&mut self, fig: Figure, way: Way) -> Option<Duration> {
         let s = &self.stream;
         let d = self.dev.as_raw();
+        let mut part = Duration::ZERO;
         match way {
             Way::Crate => {
                 let r = match fig {
@@ -173,6 +235,19 @@ impl Setup {
                     Figure::PageableD2H => self.dev.copy_to_host(&mut self.pageable),
                     Figure::AllocAsync => DeviceBuffer::<u8>::new_async(SMALL, s).map(drop),
                     Figure::Alloc => DeviceBuffer::<u8>::new(SMALL).map(drop),
+                    Figure::DropInUse => (|| -> cuda_runtime::Result<()> {
+                        let one = LaunchConfig::new(1u32, 1u32);
+                        if s.query()? {
+                            kernels::spin::spin(s, &one, &mut self.stamps, BUSY_NS, -1)?;
+                        }
+                        let mut b = DeviceBuffer::<u64>::new(SMALL / 8)?;
+                        // Uses the buffer behind the busy spin.
+                        kernels::spin::spin(s, &one, &mut b, 0, -1)?;
+                        let t = Instant::now();
+                        drop(b);
+                        part = t.elapsed();
+                        Ok(())
+                    })(),
                 };
                 if let Err(e) = r {
                     die(&format!("{}: {e}", fig.name()));
@@ -225,11 +300,22 @@ impl Setup {
                             ck(sys::cuMemAlloc_v2(&mut p, SMALL), "cuMemAlloc");
                             ck(sys::cuMemFree_v2(p), "cuMemFree");
                         }
+                        Figure::DropInUse => {
+                            if idle(rs) {
+                                launch_spin(self.spin, rs, 0, 0, BUSY_NS);
+                            }
+                            let mut p = 0u64;
+                            ck(sys::cuMemAlloc_v2(&mut p, SMALL), "cuMemAlloc");
+                            launch_spin(self.spin, rs, p, SMALL / 8, 0);
+                            let t = Instant::now();
+                            ck(sys::cuMemFree_v2(p), "cuMemFree");
+                            part = t.elapsed();
+                        }
                     }
                 }
             }
             Way::Cudart => {
-                let Some(c) = &self.cudart else { return false };
+                let Some(c) = &self.cudart else { return None };
                 let dp = d as *mut c_void;
                 let hp = self.pinned.as_host_ptr() as *mut c_void;
                 // SAFETY: as above, through libcudart's entry points (kinds: 1 H2D, 2 D2H).
@@ -275,11 +361,24 @@ impl Setup {
                             ok((c.malloc)(&mut p, SMALL), "cudaMalloc");
                             ok((c.free)(p), "cudaFree");
                         }
+                        Figure::DropInUse => {
+                            // libcudart's stream is a driver stream of the same context.
+                            let cs = c.stream as sys::CUstream;
+                            if idle(cs) {
+                                launch_spin(self.spin, cs, 0, 0, BUSY_NS);
+                            }
+                            let mut p = std::ptr::null_mut();
+                            ok((c.malloc)(&mut p, SMALL), "cudaMalloc");
+                            launch_spin(self.spin, cs, p as u64, SMALL / 8, 0);
+                            let t = Instant::now();
+                            ok((c.free)(p), "cudaFree");
+                            part = t.elapsed();
+                        }
                     }
                 }
             }
         }
-        true
+        Some(part)
     }
 
     fn sync_all(&self) {
@@ -305,13 +404,12 @@ impl Setup {
     fn batch(&mut self, fig: Figure, way: Way, n: u64) -> Option<Duration> {
         self.sync_all();
         let t = Instant::now();
+        let mut parts = Duration::ZERO;
         for _ in 0..n {
-            if !self.op(fig, way) {
-                return None;
-            }
+            parts += self.op(fig, way)?;
         }
         self.sync_all();
-        Some(t.elapsed())
+        Some(if fig.times_part() { parts } else { t.elapsed() })
     }
 
     fn medians_us(&mut self, fig: Figure, reps: usize) -> [Option<f64>; 3] {
@@ -351,15 +449,29 @@ fn main() {
         let dev = DeviceBuffer::<u8>::zeroed(BIG)?;
         let pinned = PinnedBuffer::<u8>::new(BIG)?;
         let wc = PinnedBuffer::<u8>::with_flags(BIG, HostAllocFlags::WRITE_COMBINED)?;
+        let stamps = DeviceBuffer::<u64>::new(2)?;
         let mut raw_stream: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: the crate made its primary context current on this thread above.
-        ck(
-            unsafe { sys::cuStreamCreate(&mut raw_stream, 0) },
-            "cuStreamCreate",
-        );
+        let ptx = CString::new(kernels::spin::PTX).unwrap_or_else(|_| die("PTX has a NUL"));
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        let mut spin: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the crate made its primary context current on this thread above; valid
+        // out-parameters; NUL-terminated image and name.
+        unsafe {
+            ck(sys::cuStreamCreate(&mut raw_stream, 0), "cuStreamCreate");
+            ck(
+                sys::cuModuleLoadData(&mut module, ptx.as_ptr().cast()),
+                "cuModuleLoadData",
+            );
+            ck(
+                sys::cuModuleGetFunction(&mut spin, module, c"spin".as_ptr()),
+                "cuModuleGetFunction",
+            );
+        }
         Ok(Setup {
             stream,
             raw_stream,
+            spin,
+            stamps,
             dev,
             pinned,
             wc,
@@ -397,9 +509,9 @@ fn main() {
         }
     }
 
-    println!("\nSummary: medians of interleaved batches, 11 per copy and 41 per allocation figure (copies: GB/s; allocation: us)");
+    println!("\nSummary: medians of interleaved batches, 11 per copy and 41 per allocation figure (copies: GB/s; allocation and drop: us)");
     println!(
-        "{:<36} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
         "figure", "cuda-runtime", "driver", "libcudart", "vs driver", "vs libcudart"
     );
     for fig in Figure::ALL {
@@ -416,7 +528,7 @@ fn main() {
             _ => "-".into(),
         };
         println!(
-            "{:<36} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
             fig.name(),
             show(ours),
             show(raw),
@@ -429,5 +541,10 @@ fn main() {
     println!(
         "targets: page-locked >= 0.98x libcudart; pageable H2D >= 1.5x, D2H >= 1.25x libcudart;"
     );
-    println!("         mallocAsync+freeAsync >= 1.0x libcudart and >= 50x cudaMalloc+cudaFree");
+    println!("         mallocAsync+freeAsync >= 1.0x libcudart and >= 50x cudaMalloc+cudaFree;");
+    println!(
+        "         drop of a buffer in use: the drop alone (1 MiB used behind a {} ms spin on its \
+         stream), far below cuMemFree / cudaFree, which wait for the device",
+        BUSY_NS / 1_000_000
+    );
 }

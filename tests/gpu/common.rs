@@ -133,3 +133,71 @@ pub fn run_in_child(name: &str) -> String {
     );
     text
 }
+
+/// Runs the child test `name` in a new process of this binary, as [`run_in_child`], with a
+/// watchdog: a child still running after `limit` is killed and the test fails saying so (for
+/// tests whose failure on a broken library is a hang). Prints the child's output.
+pub fn run_in_child_within(name: &str, limit: std::time::Duration) -> String {
+    use std::io::Read;
+    use std::process::Stdio;
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = std::process::Command::new(exe)
+        .env(CHILD_VAR, name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the child process");
+    // Both pipes are drained on threads, so that a chatty child never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait().expect("waiting for the child process") {
+            Some(status) => break Some(status),
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.join().unwrap_or_default()),
+        String::from_utf8_lossy(&err.join().unwrap_or_default())
+    );
+    match status {
+        None => panic!(
+            "child test {name} did not finish within {limit:?} and was killed: it hung \
+             (deadlock?). Its output until then:\n{text}"
+        ),
+        Some(status) if !status.success() => {
+            panic!("child test {name} failed ({status}):\n{text}")
+        }
+        Some(_) => {
+            eprint!("{text}");
+            text
+        }
+    }
+}

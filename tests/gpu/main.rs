@@ -12,6 +12,7 @@ mod launch;
 mod memory;
 mod peer;
 mod pitched;
+mod safety;
 mod stream;
 
 use std::sync::RwLock;
@@ -36,6 +37,7 @@ fn main() {
         let child = launch::CHILDREN
             .iter()
             .chain(host_memory::CHILDREN)
+            .chain(safety::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -62,6 +64,7 @@ fn main() {
         memory::TESTS,
         peer::TESTS,
         pitched::TESTS,
+        safety::TESTS,
         stream::TESTS,
     ]
     .into_iter()

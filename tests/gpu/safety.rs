@@ -1,0 +1,1225 @@
+//! Regression tests for the safety review's findings: CPU views of memory used on another
+//! thread's per-thread default stream, 3-D copies into stream-ordered memory, resets and drops
+//! that hung, crate calls in thread-local destructors, forgotten CPU views, cross-device event
+//! waits during resets, and a multi-threaded stress test that checks every result and the
+//! device's free memory.
+//!
+//! Tests whose failure is a hang or an abort run in a child process under a watchdog
+//! ([`run_in_child_within`]): the parent kills a child that outlives its limit and fails with
+//! a message that says so.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::{assert_close, assert_same, random_f32, random_u32, rng, run_in_child_within};
+use cuda_runtime::{
+    copy_3d, copy_3d_async, kernels, Copy3D, DefaultStreamMode, Device, DeviceBuffer, Error,
+    ErrorCode, Event, EventFlags, Extent, HostAllocFlags, HostPitched, LaunchConfig, ManagedBuffer,
+    MemPool, MemPoolProps, PinnedBuffer, Stream, StreamFlags,
+};
+
+crate::tests![
+    safety_per_thread_views_wait_for_another_threads_work,
+    safety_per_thread_default_mode_views_wait_for_another_threads_work,
+    safety_copy3d_host_side_is_ordered_after_the_async_allocation,
+    safety_staged_sync_copy_completes_beside_a_stalled_stream,
+    safety_tls_destructor_crate_calls_do_not_abort,
+    ;
+    exclusive:
+    safety_reset_with_a_host_fn_calling_the_crate_returns,
+    safety_drop_in_use_does_not_wait_for_a_stalled_stream,
+    safety_forgotten_views_do_not_block_reset_forever,
+    safety_stress_threads,
+    ;
+    two_gpus:
+    safety_wait_event_across_devices_during_resets,
+];
+
+/// Children run by `run_in_child_within`.
+pub const CHILDREN: &[(&str, fn())] = &[
+    ("safety_per_thread_mode", per_thread_mode_child),
+    ("safety_reset_host_fn", reset_host_fn_child),
+    ("safety_drop_in_use", drop_in_use_child),
+    ("safety_staged_sync_copy", staged_sync_copy_child),
+    ("safety_tls_destructor", tls_destructor_child),
+    ("safety_forgotten_views", forgotten_views_child),
+    ("safety_wait_event_reset", wait_event_reset_child),
+    ("safety_stress", stress_child),
+];
+
+/// How long a hang-prone child may run before the parent kills it.
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Free device memory may differ this much from its baseline (driver bookkeeping).
+const MEMORY_SLACK: usize = 4 << 20;
+
+fn one_thread() -> LaunchConfig {
+    LaunchConfig::new(1u32, 1u32)
+}
+
+fn non_blocking() -> Stream {
+    Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap()
+}
+
+/// A host function that holds its stream until `release` is set (at most a minute, so that a
+/// broken run still ends).
+fn stall_until(release: Arc<AtomicBool>) -> impl FnOnce() + Send + 'static {
+    move || {
+        let t = Instant::now();
+        while !release.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Waits (at most 2 s, synchronising the device and retrying) until the device's free memory
+/// is back to `base` within [`MEMORY_SLACK`]; fails otherwise. Prints both figures.
+fn expect_memory_back(dev: Device, base: usize, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        cuda_runtime::device::synchronize().unwrap();
+        let (free, _) = dev.memory_info().unwrap();
+        if free + MEMORY_SLACK >= base {
+            eprintln!(
+                "{what}: free memory {} MiB, baseline {} MiB",
+                free >> 20,
+                base >> 20
+            );
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "{what}: device memory did not come back: {free} bytes free ({} MiB), baseline \
+                 {base} bytes ({} MiB), {} MiB missing (slack {} MiB)",
+                free >> 20,
+                base >> 20,
+                (base - free) >> 20,
+                MEMORY_SLACK >> 20
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `c = a + b` on `stream` for fresh random input, checked on the CPU.
+fn vadd_checked(r: &mut fastrand::Rng, stream: &Stream, what: &str) {
+    let n = r.usize(1000..200_000);
+    let (a, b) = (random_f32(r, n), random_f32(r, n));
+    let da = DeviceBuffer::from_slice(&a).unwrap();
+    let db = DeviceBuffer::from_slice(&b).unwrap();
+    let mut dc = DeviceBuffer::<f32>::new(n).unwrap();
+    dc.fill_async(f32::NAN, stream).unwrap();
+    kernels::vector_add::vadd(
+        stream,
+        &LaunchConfig::for_elements(n, 256),
+        &da,
+        &db,
+        &mut dc,
+    )
+    .unwrap();
+    let mut back = vec![f32::NAN; n];
+    dc.copy_to_host_async(&mut back, stream).unwrap();
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_same(what, &back, &want);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Per-thread default stream: work queued on one thread's per-thread stream, viewed on
+//    another thread.
+
+/// Host-reachable memory of the three kinds the CPU views.
+enum HostMem {
+    Pinned(PinnedBuffer<f32>),
+    Managed(ManagedBuffer<f32>),
+}
+
+impl HostMem {
+    fn read(&self) -> Vec<f32> {
+        match self {
+            HostMem::Pinned(p) => p.as_slice().unwrap().to_vec(),
+            HostMem::Managed(m) => m.as_slice().unwrap().to_vec(),
+        }
+    }
+
+    /// Takes a writable view: returns what it showed, then writes `pattern` through it.
+    fn read_then_write(&mut self, pattern: &[f32]) -> Vec<f32> {
+        let write = |v: &mut [f32]| {
+            let seen = v.to_vec();
+            v.copy_from_slice(pattern);
+            seen
+        };
+        match self {
+            HostMem::Pinned(p) => write(&mut p.as_mut_slice().unwrap()),
+            HostMem::Managed(m) => write(&mut m.as_mut_slice().unwrap()),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ViewKind {
+    /// Page-locked memory filled by an asynchronous copy.
+    Pinned,
+    /// Mapped page-locked memory written by a kernel (zero copy).
+    Mapped,
+    /// Managed memory filled by an asynchronous copy.
+    Managed,
+}
+
+/// Thread A queues a 100 ms spin and then work that fills host-reachable memory on
+/// `stream_of()` (its per-thread default stream), and hands the memory to thread B, which
+/// views it at once: the view must show the device's result and must not change afterwards;
+/// a writable view's CPU writes must not be overwritten by the queued work. With `a_exits`,
+/// thread A ends right after handing the memory over.
+fn per_thread_round(
+    r: &mut fastrand::Rng,
+    stream_of: fn() -> cuda_runtime::Result<Stream>,
+    kind: ViewKind,
+    write: bool,
+    a_exits: bool,
+) {
+    let what = format!("{kind:?} memory, writable view {write}, thread A exits {a_exits}");
+    let n = 4 << 20; // 16 MiB of f32
+    let (a, b) = (random_f32(r, n), random_f32(r, n));
+    let pattern = random_f32(r, n);
+    let want: Vec<f32> = match kind {
+        ViewKind::Mapped => a.iter().zip(&b).map(|(x, y)| x + y).collect(),
+        _ => a.clone(),
+    };
+    let da = DeviceBuffer::from_slice(&a).unwrap();
+    let db = DeviceBuffer::from_slice(&b).unwrap();
+    let mut mem = match kind {
+        ViewKind::Pinned => HostMem::Pinned(PinnedBuffer::new(n).unwrap()),
+        ViewKind::Mapped => {
+            HostMem::Pinned(PinnedBuffer::with_flags(n, HostAllocFlags::MAPPED).unwrap())
+        }
+        ViewKind::Managed => HostMem::Managed(ManagedBuffer::new(n).unwrap()),
+    };
+    // Poison (the memory is otherwise zeroed, which a missed wait could not tell from data).
+    mem.read_then_write(&vec![f32::NAN; n]);
+    let (to_b, from_a) = mpsc::channel::<HostMem>();
+    let (b_done, a_wait) = mpsc::channel::<()>();
+    std::thread::scope(|sc| {
+        sc.spawn(move || {
+            let s = stream_of().unwrap();
+            let mut stamps = DeviceBuffer::<u64>::new(2).unwrap();
+            // Keeps this thread's stream busy, so the fill below is still queued when thread
+            // B looks.
+            kernels::spin::spin(&s, &one_thread(), &mut stamps, 100_000_000, 0).unwrap();
+            match (&mut mem, kind) {
+                (HostMem::Pinned(p), ViewKind::Mapped) => {
+                    kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &da, &db, p)
+                        .unwrap()
+                }
+                (HostMem::Pinned(p), _) => da.copy_to_pinned_async(p, &s).unwrap(),
+                (HostMem::Managed(m), _) => da.copy_to_pinned_async(m, &s).unwrap(),
+            }
+            to_b.send(mem).unwrap();
+            if !a_exits {
+                // Stay alive (with the stream's work queued) until thread B is done; an error
+                // means B ended (panicked) first.
+                let _ = a_wait.recv();
+            }
+        });
+        let b = sc.spawn(move || {
+            let mut mem = from_a.recv().unwrap();
+            if write {
+                let seen = mem.read_then_write(&pattern);
+                std::thread::sleep(Duration::from_millis(300));
+                let after = mem.read();
+                assert_same(
+                    &format!("{what}: CPU writes overwritten later by the queued device work"),
+                    &after,
+                    &pattern,
+                );
+                assert_same(
+                    &format!("{what}: writable view taken before the device work finished"),
+                    &seen,
+                    &want,
+                );
+            } else {
+                let first = mem.read();
+                std::thread::sleep(Duration::from_millis(300));
+                let later = mem.read();
+                assert_same(
+                    &format!("{what}: view taken before the device work finished"),
+                    &first,
+                    &want,
+                );
+                assert_same(
+                    &format!("{what}: the memory changed after a view was given"),
+                    &later,
+                    &first,
+                );
+            }
+            drop(b_done);
+        });
+        if let Err(p) = b.join() {
+            std::panic::resume_unwind(p);
+        }
+    });
+}
+
+fn per_thread_rounds(stream_of: fn() -> cuda_runtime::Result<Stream>) {
+    let mut r = rng();
+    for (kind, write, a_exits) in [
+        (ViewKind::Pinned, false, false),
+        (ViewKind::Pinned, false, true),
+        (ViewKind::Pinned, true, false),
+        (ViewKind::Mapped, false, false),
+        (ViewKind::Mapped, true, false),
+        (ViewKind::Managed, false, false),
+        (ViewKind::Managed, true, false),
+    ] {
+        per_thread_round(&mut r, stream_of, kind, write, a_exits);
+    }
+}
+
+fn safety_per_thread_views_wait_for_another_threads_work() {
+    per_thread_rounds(Stream::per_thread);
+}
+
+/// The same through `Stream::default_stream()` under `DefaultStreamMode::PerThread` (a
+/// process-wide setting: in a child process).
+fn safety_per_thread_default_mode_views_wait_for_another_threads_work() {
+    let out = run_in_child_within("safety_per_thread_mode", Duration::from_secs(60));
+    assert!(out.contains("per-thread mode child ok"), "{out}");
+}
+
+fn per_thread_mode_child() {
+    cuda_runtime::set_default_stream_mode(DefaultStreamMode::PerThread);
+    assert_eq!(
+        cuda_runtime::default_stream_mode(),
+        DefaultStreamMode::PerThread
+    );
+    per_thread_rounds(Stream::default_stream);
+    println!("per-thread mode child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. 3-D copies with a host side into stream-ordered memory, issued on another queue.
+
+#[derive(Clone, Copy, Debug)]
+enum CopyQueue {
+    /// `copy_3d`: "stream 0" (the legacy default stream here).
+    Sync,
+    /// `copy_3d_async` on another non-blocking stream.
+    OtherStream,
+    /// `copy_3d_async` on the legacy default stream.
+    Legacy,
+    /// `copy_3d_async` on the per-thread default stream.
+    PerThread,
+}
+
+/// X is allocated in stream order on S1 (non-blocking), filled, and read by a kernel on S1
+/// that spins 200 ms before summing it; X is dropped (freed in S1's order) and Y allocated on
+/// S1, where it may reuse X's memory; a host-to-device `copy_3d` into Y is issued on another
+/// queue. The copy must be ordered after Y's allocation, so the kernel sums X's values, not
+/// the copy's.
+fn safety_copy3d_host_side_is_ordered_after_the_async_allocation() {
+    let mut r = rng();
+    let ext = Extent::new(256, 32, 32);
+    let n = ext.count().unwrap();
+    let s1 = non_blocking();
+    let s2 = non_blocking();
+    let dev = Device::current().unwrap();
+    let pool = MemPool::new(dev, MemPoolProps::default()).unwrap();
+    let mut reused = 0;
+    let mut rounds = 0;
+    for private_pool in [false, true] {
+        for queue in [
+            CopyQueue::Sync,
+            CopyQueue::OtherStream,
+            CopyQueue::Legacy,
+            CopyQueue::PerThread,
+        ] {
+            let what = format!("copy_3d on {queue:?}, private pool {private_pool}");
+            let alloc = |s: &Stream| {
+                if private_pool {
+                    DeviceBuffer::<f32>::new_from_pool_async(n, &pool, s).unwrap()
+                } else {
+                    DeviceBuffer::<f32>::new_async(n, s).unwrap()
+                }
+            };
+            let xdata = random_f32(&mut r, n);
+            // Y's values are all far from X's, so any of them in the sum shows.
+            let ydata: Vec<f32> = (0..n).map(|_| 5000.0 + r.f32() * 1000.0).collect();
+            let mut out = DeviceBuffer::<f32>::new(1).unwrap();
+            out.fill_async(f32::NAN, &s1).unwrap();
+            let mut x = alloc(&s1);
+            x.copy_from_host_async(&xdata, &s1).unwrap();
+            kernels::spin::spin_read_sum(&s1, &one_thread(), &x, &mut out, 200_000_000).unwrap();
+            let x_addr = x.as_raw();
+            drop(x);
+            let mut y = alloc(&s1);
+            if y.as_raw() == x_addr {
+                reused += 1;
+            }
+            rounds += 1;
+            {
+                let mut side = y.as_pitched(ext.width, ext.height).unwrap();
+                let src = HostPitched::new(&ydata, ext.width, ext.height).unwrap();
+                let region = Copy3D::new(ext);
+                match queue {
+                    CopyQueue::Sync => copy_3d(&mut side, &src, &region).unwrap(),
+                    CopyQueue::OtherStream => copy_3d_async(&mut side, &src, &region, &s2).unwrap(),
+                    CopyQueue::Legacy => {
+                        copy_3d_async(&mut side, &src, &region, &Stream::legacy().unwrap()).unwrap()
+                    }
+                    CopyQueue::PerThread => {
+                        copy_3d_async(&mut side, &src, &region, &Stream::per_thread().unwrap())
+                            .unwrap()
+                    }
+                }
+            }
+            s1.synchronize().unwrap();
+            s2.synchronize().unwrap();
+            let got = out.to_vec().unwrap()[0];
+            let want: f32 = xdata.iter().sum();
+            assert_close(
+                &format!("{what}: the kernel's sum of X (the copy into Y ran before it)"),
+                &[got],
+                &[want],
+                1e-3,
+            );
+            let mut back = vec![f32::NAN; n];
+            y.copy_to_host_async(&mut back, &s1).unwrap();
+            assert_same(&format!("{what}: Y after the copy"), &back, &ydata);
+        }
+    }
+    eprintln!("Y reused X's memory in {reused} of {rounds} rounds");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A device reset while a queued host function calls the crate.
+
+fn safety_reset_with_a_host_fn_calling_the_crate_returns() {
+    let out = run_in_child_within("safety_reset_host_fn", WATCHDOG);
+    assert!(out.contains("reset host fn child ok"), "{out}");
+}
+
+fn reset_host_fn_child() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    vadd_checked(&mut r, &Stream::new().unwrap(), "before the reset");
+    let s = non_blocking();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel();
+    s.launch_host_fn(move || {
+        let _ = started_tx.send(());
+        // The reset below starts meanwhile and waits for this host function.
+        std::thread::sleep(Duration::from_millis(300));
+        let calls: Vec<(&str, cuda_runtime::Result<()>)> = vec![
+            ("Stream::new", Stream::new().map(drop)),
+            ("DeviceBuffer::new", DeviceBuffer::<u8>::new(4096).map(drop)),
+            ("Device::synchronize", dev.synchronize()),
+            (
+                "cuda_runtime::device::synchronize",
+                cuda_runtime::device::synchronize(),
+            ),
+        ];
+        let current = cuda_runtime::get_device();
+        let _ = done_tx.send((calls, current));
+    })
+    .unwrap();
+    started_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the host function did not start");
+    let t = Instant::now();
+    dev.reset()
+        .expect("the reset while a host function calls the crate");
+    eprintln!("the reset returned after {:?}", t.elapsed());
+    let (calls, current) = done_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the host function's crate calls did not return");
+    for (call, result) in calls {
+        assert!(
+            matches!(result, Err(Error::InHostFunction { .. })),
+            "{call} inside a host function during a reset: expected Error::InHostFunction, \
+             got {result:?}"
+        );
+    }
+    // Asking for the current device waits for nothing: it may answer or be refused.
+    assert!(
+        matches!(current, Ok(0) | Err(Error::InHostFunction { .. })),
+        "get_device inside a host function during a reset: {current:?}"
+    );
+    drop(s);
+    vadd_checked(&mut r, &Stream::new().unwrap(), "after the reset");
+    println!("reset host fn child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6a. Dropping a buffer in use on S1 while S2 is stalled by a host function.
+
+fn safety_drop_in_use_does_not_wait_for_a_stalled_stream() {
+    let out = run_in_child_within("safety_drop_in_use", WATCHDOG);
+    assert!(out.contains("drop in use child ok"), "{out}");
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BufferKind {
+    /// `DeviceBuffer::new`.
+    Plain,
+    /// `DeviceBuffer::new_async` on a third stream, used on S1.
+    AsyncElsewhere,
+    /// `DeviceBuffer::new_async` on S1 itself.
+    AsyncOnS1,
+}
+
+fn drop_in_use_child() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    let (s1, s2, s3) = (non_blocking(), non_blocking(), non_blocking());
+    let mut out = DeviceBuffer::<f32>::new(1).unwrap();
+    // Warm-up: the context, the kernels' module, the memory pool, host functions.
+    let w = DeviceBuffer::from_slice(&[1.0f32; 64]).unwrap();
+    kernels::spin::spin_read_sum(&s1, &one_thread(), &w, &mut out, 1000).unwrap();
+    drop(DeviceBuffer::<u8>::new_async(1 << 20, &s3).unwrap());
+    s2.launch_host_fn(|| ()).unwrap();
+    drop(w);
+    cuda_runtime::device::synchronize().unwrap();
+    let (base, _) = dev.memory_info().unwrap();
+    let len = 16 << 20; // 64 MiB of f32, so that a leak shows
+    let summed = 1 << 18;
+    for kind in [
+        BufferKind::Plain,
+        BufferKind::AsyncElsewhere,
+        BufferKind::AsyncOnS1,
+    ] {
+        let data = random_f32(&mut r, summed);
+        let release = Arc::new(AtomicBool::new(false));
+        s2.launch_host_fn(stall_until(release.clone())).unwrap();
+        let mut buf = match kind {
+            BufferKind::Plain => DeviceBuffer::<f32>::new(len).unwrap(),
+            BufferKind::AsyncElsewhere => DeviceBuffer::<f32>::new_async(len, &s3).unwrap(),
+            BufferKind::AsyncOnS1 => DeviceBuffer::<f32>::new_async(len, &s1).unwrap(),
+        };
+        buf.slice_mut(..summed)
+            .unwrap()
+            .copy_from_host_async(&data, &s1)
+            .unwrap();
+        out.fill_async(f32::NAN, &s1).unwrap();
+        kernels::spin::spin_read_sum(
+            &s1,
+            &one_thread(),
+            &buf.slice(..summed).unwrap(),
+            &mut out,
+            50_000_000,
+        )
+        .unwrap();
+        let t = Instant::now();
+        // S2 stays stalled until after this returns: a drop that waits for it never returns.
+        drop(buf);
+        eprintln!("{kind:?}: the drop returned after {:?}", t.elapsed());
+        release.store(true, Ordering::SeqCst);
+        s2.synchronize().unwrap();
+        s1.synchronize().unwrap();
+        let got = out.to_vec().unwrap()[0];
+        let want: f32 = data.iter().sum();
+        assert_close(
+            &format!("{kind:?}: the kernel reading the dropped buffer"),
+            &[got],
+            &[want],
+            1e-3,
+        );
+        expect_memory_back(dev, base, &format!("{kind:?}: after the drop"));
+        let deferred = dev.take_deferred_errors();
+        assert!(
+            deferred.is_empty(),
+            "{kind:?}: errors met in the drop: {deferred:?}"
+        );
+    }
+    println!("drop in use child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6b. A synchronous staged copy while a non-blocking stream is stalled and another thread is
+//     inside a staged asynchronous copy queued on it.
+
+fn safety_staged_sync_copy_completes_beside_a_stalled_stream() {
+    let out = run_in_child_within("safety_staged_sync_copy", WATCHDOG);
+    assert!(out.contains("staged sync copy child ok"), "{out}");
+}
+
+fn staged_sync_copy_child() {
+    // The synchronous copies below run in the legacy default stream.
+    cuda_runtime::set_default_stream_mode(DefaultStreamMode::Legacy);
+    let mut r = rng();
+    let s = non_blocking();
+    // Warm-up: the staging ring.
+    let warm = random_u32(&mut r, 4 << 20);
+    assert_same(
+        "warm-up",
+        &DeviceBuffer::from_slice(&warm).unwrap().to_vec().unwrap(),
+        &warm,
+    );
+    // 16 MiB: the other thread's copy returns, leaving staging buffers queued behind the
+    // stall; 48 MiB: more than the staging ring holds, so the other thread stays inside it.
+    for other_mib in [16usize, 48] {
+        let release = Arc::new(AtomicBool::new(false));
+        s.launch_host_fn(stall_until(release.clone())).unwrap();
+        let theirs = random_u32(&mut r, other_mib << 18);
+        let mut their_dev = DeviceBuffer::<u32>::new(theirs.len()).unwrap();
+        let ours = random_u32(&mut r, 4 << 20); // 16 MiB: staged
+        let mut our_dev = DeviceBuffer::<u32>::new(ours.len()).unwrap();
+        std::thread::scope(|sc| {
+            let (returned_tx, returned_rx) = mpsc::channel();
+            let (their_dev, theirs, s) = (&mut their_dev, &theirs, &s);
+            let other = sc.spawn(move || {
+                let r = their_dev.copy_from_host_async(theirs, s);
+                let _ = returned_tx.send(());
+                r
+            });
+            // Either it returned or it is blocked inside by now.
+            let returned = returned_rx.recv_timeout(Duration::from_millis(500)).is_ok();
+            eprintln!("{other_mib} MiB on the stalled stream: its call returned: {returned}");
+            let t = Instant::now();
+            our_dev.copy_from_host(&ours).unwrap();
+            let mut back = vec![0xDEAD_BEEFu32; ours.len()];
+            our_dev.copy_to_host(&mut back).unwrap();
+            eprintln!("the synchronous copies took {:?}", t.elapsed());
+            assert_same(
+                &format!("synchronous staged round trip beside {other_mib} MiB stalled"),
+                &back,
+                &ours,
+            );
+            release.store(true, Ordering::SeqCst);
+            other
+                .join()
+                .unwrap()
+                .expect("the copy on the stalled stream");
+        });
+        s.synchronize().unwrap();
+        let mut back = vec![0xDEAD_BEEFu32; theirs.len()];
+        their_dev.copy_to_host(&mut back).unwrap();
+        assert_same(
+            &format!("the {other_mib} MiB copy queued on the stalled stream"),
+            &back,
+            &theirs,
+        );
+    }
+    println!("staged sync copy child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Crate calls in a thread-local destructor.
+
+fn safety_tls_destructor_crate_calls_do_not_abort() {
+    let out = run_in_child_within("safety_tls_destructor", WATCHDOG);
+    assert!(out.contains("tls destructor child ok"), "{out}");
+}
+
+/// What each thread-local destructor found: the thread's number and its problems.
+static TLS_REPORTS: Mutex<Vec<(usize, Vec<String>)>> = Mutex::new(Vec::new());
+
+/// Calls the crate when its thread exits: calls that fail, a call that succeeds (checked), and
+/// the drop of a buffer the thread used.
+struct CallsTheCrateOnExit {
+    thread: usize,
+    data: Vec<u32>,
+    buffer: Option<DeviceBuffer<u32>>,
+}
+
+impl Drop for CallsTheCrateOnExit {
+    fn drop(&mut self) {
+        // Nothing here may panic: a panic in a thread-local destructor aborts the process.
+        let mut problems = Vec::new();
+        match cuda_runtime::set_device(9999) {
+            Err(Error::InvalidDevice { .. }) => {}
+            other => problems.push(format!("set_device(9999) returned {other:?}")),
+        }
+        if let Ok(b) = DeviceBuffer::<u8>::new(usize::MAX / 2) {
+            problems.push(format!("allocating usize::MAX / 2 bytes succeeded ({b:?})"));
+        }
+        match DeviceBuffer::from_slice(&self.data).and_then(|d| d.to_vec()) {
+            Ok(v) if v == self.data => {}
+            Ok(_) => problems.push("the round trip returned other data".into()),
+            Err(e) => problems.push(format!("the round trip failed: {e}")),
+        }
+        match self.buffer.take().map(|b| b.to_vec()) {
+            Some(Ok(v)) if v == self.data => {}
+            other => problems.push(format!("the thread's buffer: {other:?}")),
+        }
+        let _ = cuda_runtime::get_last_error();
+        TLS_REPORTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((self.thread, problems));
+    }
+}
+
+thread_local! {
+    static ON_EXIT: std::cell::RefCell<Option<CallsTheCrateOnExit>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn tls_destructor_child() {
+    let mut r = rng();
+    for thread in 0..4 {
+        let data = random_u32(&mut r, 1 << 16);
+        std::thread::spawn(move || {
+            let make = || {
+                let buffer = DeviceBuffer::from_slice(&data).unwrap();
+                Some(CallsTheCrateOnExit {
+                    thread,
+                    data: data.clone(),
+                    buffer: Some(buffer),
+                })
+            };
+            // Thread-local destructors run in reverse order of first use. Even threads set
+            // ours up first, so the crate's own thread-locals (first used by the failing call
+            // after) are destroyed before ours runs; odd threads the other way round.
+            if thread % 2 == 0 {
+                ON_EXIT.with(|c| *c.borrow_mut() = make());
+                assert!(cuda_runtime::set_device(9999).is_err());
+            } else {
+                assert!(cuda_runtime::set_device(9999).is_err());
+                ON_EXIT.with(|c| *c.borrow_mut() = make());
+            }
+        })
+        .join()
+        .expect("the thread");
+    }
+    let reports = TLS_REPORTS.lock().unwrap().clone();
+    assert_eq!(reports.len(), 4, "destructors that ran: {reports:?}");
+    for (thread, problems) in reports {
+        assert!(problems.is_empty(), "thread {thread}: {problems:?}");
+    }
+    vadd_checked(&mut r, &Stream::new().unwrap(), "after the threads ended");
+    println!("tls destructor child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. Forgotten CPU views of context-owned host memory.
+
+fn safety_forgotten_views_do_not_block_reset_forever() {
+    let out = run_in_child_within("safety_forgotten_views", WATCHDOG);
+    assert!(out.contains("forgotten views child ok"), "{out}");
+}
+
+fn forgotten_views_child() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    for (kind, writable) in [
+        ("managed", false),
+        ("managed", true),
+        ("write-combined", false),
+        ("write-combined", true),
+    ] {
+        let what = format!("{kind} memory, forgotten writable view {writable}");
+        let data = random_u32(&mut r, 1 << 16);
+        let mut mem = match kind {
+            "managed" => ForgetMem::Managed(ManagedBuffer::from_slice(&data).unwrap()),
+            _ => {
+                let mut p =
+                    PinnedBuffer::with_flags(data.len(), HostAllocFlags::WRITE_COMBINED).unwrap();
+                p.as_mut_slice().unwrap().copy_from_slice(&data);
+                ForgetMem::Pinned(p)
+            }
+        };
+        mem.forget_a_view(writable, &data);
+        // While the buffer lives, the forgotten view could still be read: refused.
+        let e = dev.reset().unwrap_err();
+        assert!(
+            matches!(e, Error::ResetWhileBorrowed { .. }),
+            "{what}: reset while the buffer lives: {e}"
+        );
+        assert_same(
+            &format!("{what}: after the refused reset"),
+            &mem.read(),
+            &data,
+        );
+        drop(mem);
+        dev.reset().unwrap_or_else(|e| {
+            panic!("{what}: reset after the buffer was dropped is still refused: {e}")
+        });
+        vadd_checked(
+            &mut r,
+            &Stream::new().unwrap(),
+            &format!("{what}: after reset"),
+        );
+    }
+    println!("forgotten views child ok");
+}
+
+enum ForgetMem {
+    Pinned(PinnedBuffer<u32>),
+    Managed(ManagedBuffer<u32>),
+}
+
+impl ForgetMem {
+    fn forget_a_view(&mut self, writable: bool, data: &[u32]) {
+        match (self, writable) {
+            (ForgetMem::Pinned(p), false) => {
+                let v = p.as_slice().unwrap();
+                assert_same("the view", &v, data);
+                std::mem::forget(v);
+            }
+            (ForgetMem::Pinned(p), true) => std::mem::forget(p.as_mut_slice().unwrap()),
+            (ForgetMem::Managed(m), false) => {
+                let v = m.as_slice().unwrap();
+                assert_same("the view", &v, data);
+                std::mem::forget(v);
+            }
+            (ForgetMem::Managed(m), true) => std::mem::forget(m.as_mut_slice().unwrap()),
+        }
+    }
+
+    fn read(&self) -> Vec<u32> {
+        match self {
+            ForgetMem::Pinned(p) => p.to_vec().unwrap(),
+            ForgetMem::Managed(m) => m.to_vec().unwrap(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. A stream of device 1 waiting on events of device 0 while device 0 is reset.
+
+fn safety_wait_event_across_devices_during_resets() {
+    let out = run_in_child_within("safety_wait_event_reset", Duration::from_secs(60));
+    assert!(out.contains("wait event reset child ok"), "{out}");
+}
+
+fn wait_event_reset_child() {
+    let mut r = rng();
+    let d0 = Device::new(0).unwrap();
+    cuda_runtime::set_device(1).unwrap();
+    let s1 = non_blocking();
+    let mut marks = DeviceBuffer::<u32>::new(4096).unwrap();
+    marks.fill(0xDEAD_BEEF).unwrap();
+    cuda_runtime::set_device(0).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let problems = Mutex::new(Vec::<String>::new());
+    let (waits, refusals, resets) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    let mut reset_rng = fastrand::Rng::with_seed(r.u64(..));
+    // The crate refusing a handle whose context was destroyed is the expected failure; the
+    // driver reporting it (a destroyed handle reached the driver) is not.
+    let note = |what: &str, e: Error| {
+        if e.code() == ErrorCode::ContextIsDestroyed && e.driver_code().is_none() {
+            refusals.fetch_add(1, Ordering::Relaxed);
+        } else {
+            problems.lock().unwrap().push(format!("{what}: {e}"));
+        }
+    };
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while Instant::now() < deadline {
+                cuda_runtime::set_device(0).unwrap();
+                let made = (|| -> cuda_runtime::Result<(Event, Stream, DeviceBuffer<u64>)> {
+                    let s0 = Stream::new()?;
+                    let mut stamps = DeviceBuffer::<u64>::new(2)?;
+                    kernels::spin::spin(&s0, &one_thread(), &mut stamps, 200_000, 0)?;
+                    let ev = Event::with_flags(EventFlags::DISABLE_TIMING)?;
+                    ev.record(&s0)?;
+                    Ok((ev, s0, stamps))
+                })();
+                let (ev, _s0, _stamps) = match made {
+                    Ok(m) => m,
+                    Err(e) => {
+                        note("recording an event on device 0", e);
+                        continue;
+                    }
+                };
+                cuda_runtime::set_device(1).unwrap();
+                for i in 0..50 {
+                    match s1.wait_event(&ev) {
+                        Ok(()) => {
+                            waits.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => note("device 1's stream waiting on device 0's event", e),
+                    }
+                    if i % 10 != 9 {
+                        continue;
+                    }
+                    // Work on device 1 behind the waits.
+                    if let Err(e) = kernels::spin::write_index(
+                        &s1,
+                        &LaunchConfig::for_elements(4096, 128),
+                        &mut marks,
+                    ) {
+                        problems
+                            .lock()
+                            .unwrap()
+                            .push(format!("a kernel on device 1 after the wait: {e}"));
+                    }
+                }
+            }
+        });
+        sc.spawn(|| {
+            while Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(reset_rng.u64(2..15)));
+                match d0.reset() {
+                    Ok(()) => {
+                        resets.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => problems
+                        .lock()
+                        .unwrap()
+                        .push(format!("resetting device 0: {e}")),
+                }
+            }
+        });
+    });
+    let (waits, refusals, resets) = (
+        waits.into_inner(),
+        refusals.into_inner(),
+        resets.into_inner(),
+    );
+    eprintln!("{waits} waits, {refusals} refusals, {resets} resets of device 0");
+    let problems = problems.into_inner().unwrap();
+    assert!(
+        problems.is_empty(),
+        "{} problems: {problems:#?}",
+        problems.len()
+    );
+    assert!(waits > 0 && resets > 0, "{waits} waits, {resets} resets");
+    // Both devices still work: device 1's stream that waited, and fresh streams.
+    cuda_runtime::set_device(1).unwrap();
+    s1.synchronize().expect("device 1's stream after the waits");
+    let want: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    assert_same("write_index on device 1", &marks.to_vec().unwrap(), &want);
+    vadd_checked(&mut r, &s1, "device 1, the stream that waited");
+    for d in [0, 1] {
+        cuda_runtime::set_device(d).unwrap();
+        vadd_checked(
+            &mut r,
+            &Stream::new().unwrap(),
+            &format!("device {d} afterwards"),
+        );
+    }
+    println!("wait event reset child ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stress: many threads, random operations on every kind of stream, every result checked, and
+// the device's free memory back at its baseline afterwards.
+
+fn safety_stress_threads() {
+    let out = run_in_child_within("safety_stress", Duration::from_secs(120));
+    assert!(out.contains("stress child ok"), "{out}");
+}
+
+const STRESS_THREADS: usize = 8;
+const STRESS_TIME: Duration = Duration::from_millis(2500);
+
+/// Host-reachable memory with pending device work, handed to another thread to check.
+struct Handoff {
+    mem: HostMem,
+    want: Vec<f32>,
+    what: String,
+}
+
+impl Handoff {
+    fn check(self, by: usize) {
+        let got = self.mem.read();
+        assert_same(
+            &format!("{} (checked on thread {by})", self.what),
+            &got,
+            &self.want,
+        );
+    }
+}
+
+struct Worker {
+    id: usize,
+    r: fastrand::Rng,
+    blocking: Stream,
+    non_blocking: Stream,
+    next: Option<mpsc::Sender<Handoff>>,
+    inbox: mpsc::Receiver<Handoff>,
+    checks: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum StreamKind {
+    Legacy,
+    PerThread,
+    Blocking,
+    NonBlocking,
+}
+
+impl Worker {
+    fn stream(&mut self) -> (Stream, StreamKind) {
+        match self.r.u8(0..4) {
+            0 => (Stream::legacy().unwrap(), StreamKind::Legacy),
+            1 => (Stream::per_thread().unwrap(), StreamKind::PerThread),
+            2 => (self.blocking.clone(), StreamKind::Blocking),
+            _ => (self.non_blocking.clone(), StreamKind::NonBlocking),
+        }
+    }
+
+    /// Replaces an owned stream now and then, while work may be queued on it.
+    fn maybe_replace_streams(&mut self) {
+        if self.r.u8(..) < 20 {
+            self.blocking = Stream::new().unwrap();
+        }
+        if self.r.u8(..) < 20 {
+            self.non_blocking = non_blocking();
+        }
+    }
+
+    /// A device buffer: `cudaMalloc`, or `cudaMallocAsync` on a random stream.
+    fn alloc<T: cuda_runtime::DeviceRepr>(&mut self, len: usize) -> DeviceBuffer<T> {
+        if self.r.bool() {
+            return DeviceBuffer::new(len).unwrap();
+        }
+        let (s, kind) = self.stream();
+        match DeviceBuffer::new_async(len, &s) {
+            Ok(b) => b,
+            // Stream-ordered allocations may be refused on the per-thread stream.
+            Err(e) if kind == StreamKind::PerThread && e.code() == ErrorCode::InvalidValue => {
+                DeviceBuffer::new(len).unwrap()
+            }
+            Err(e) => panic!("new_async on the {kind:?} stream: {e}"),
+        }
+    }
+
+    fn len(&mut self) -> usize {
+        if self.r.u8(..) < 40 {
+            self.r.usize(300_000..1_200_000) // over 1 MiB: staged pageable copies
+        } else {
+            self.r.usize(1..50_000)
+        }
+    }
+
+    fn drain_inbox(&mut self) {
+        while let Ok(h) = self.inbox.try_recv() {
+            h.check(self.id);
+            self.checks += 1;
+        }
+    }
+
+    /// Checks `mem` here, or hands it to the next thread.
+    fn check_or_hand_off(&mut self, mem: HostMem, want: Vec<f32>, what: String) {
+        let mut h = Handoff { mem, want, what };
+        if self.r.bool() {
+            if let Some(next) = &self.next {
+                // The next thread is gone only when it panicked: check here then.
+                match next.send(h) {
+                    Ok(()) => return,
+                    Err(mpsc::SendError(back)) => h = back,
+                }
+            }
+        }
+        h.check(self.id);
+        self.checks += 1;
+    }
+
+    /// `c = a + b` with random allocation, upload, stream, read-back and drops.
+    fn vadd_job(&mut self) {
+        let n = self.len();
+        let (a, b) = (random_f32(&mut self.r, n), random_f32(&mut self.r, n));
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        let (s, kind) = self.stream();
+        let mut what = format!("thread {} vadd n={n} on {kind:?}", self.id);
+        let mut da = Some(self.alloc::<f32>(n));
+        let mut db = Some(self.alloc::<f32>(n));
+        let mut dc = Some(self.alloc::<f32>(n));
+        for (d, h) in [(&mut da, &a), (&mut db, &b)] {
+            let d = d.as_mut().unwrap();
+            match self.r.u8(0..3) {
+                0 => d.copy_from_host(h).unwrap(),
+                1 => d.copy_from_host_async(h, &s).unwrap(),
+                _ => {
+                    let p = PinnedBuffer::from_slice(h).unwrap();
+                    d.copy_from_pinned_async(&p, &s).unwrap();
+                    // Dropped with the copy queued: the drop waits for it.
+                }
+            }
+        }
+        kernels::vector_add::vadd(
+            &s,
+            &LaunchConfig::for_elements(n, 256),
+            da.as_ref().unwrap(),
+            db.as_ref().unwrap(),
+            dc.as_mut().unwrap(),
+        )
+        .unwrap();
+        // Inputs dropped while the kernel may still read them.
+        if self.r.bool() {
+            da = None;
+        }
+        if self.r.bool() {
+            db = None;
+        }
+        match self.r.u8(0..4) {
+            0 => {
+                let mut back = vec![f32::NAN; n];
+                dc.as_ref()
+                    .unwrap()
+                    .copy_to_host_async(&mut back, &s)
+                    .unwrap();
+                assert_same(&what, &back, &want);
+                self.checks += 1;
+            }
+            1 => {
+                // A synchronous copy runs in "stream 0": ordered after a non-blocking stream's
+                // kernel only by waiting for it.
+                if kind == StreamKind::NonBlocking {
+                    s.synchronize().unwrap();
+                }
+                let mut back = vec![f32::NAN; n];
+                dc.as_ref().unwrap().copy_to_host(&mut back).unwrap();
+                assert_same(&what, &back, &want);
+                self.checks += 1;
+            }
+            way => {
+                let mut mem = if way == 2 {
+                    what += " into page-locked memory";
+                    HostMem::Pinned(PinnedBuffer::new(n).unwrap())
+                } else {
+                    what += " into managed memory";
+                    HostMem::Managed(ManagedBuffer::new(n).unwrap())
+                };
+                mem.read_then_write(&vec![f32::NAN; n]);
+                let src = dc.as_ref().unwrap();
+                match &mut mem {
+                    HostMem::Pinned(p) => src.copy_to_pinned_async(p, &s).unwrap(),
+                    HostMem::Managed(m) => src.copy_to_pinned_async(m, &s).unwrap(),
+                }
+                // The source dropped, and maybe the stream, with the copy queued.
+                if self.r.bool() {
+                    dc = None;
+                }
+                drop(s);
+                self.maybe_replace_streams();
+                self.check_or_hand_off(mem, want, what);
+            }
+        }
+        drop((da, db, dc));
+    }
+
+    /// A kernel on managed inputs writing managed or mapped page-locked memory.
+    fn host_memory_kernel_job(&mut self) {
+        let n = self.len();
+        let (a, b) = (random_f32(&mut self.r, n), random_f32(&mut self.r, n));
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        let (s, kind) = self.stream();
+        let ma = ManagedBuffer::from_slice(&a).unwrap();
+        let mb = ManagedBuffer::from_slice(&b).unwrap();
+        let mapped = self.r.bool();
+        let mut out = if mapped {
+            HostMem::Pinned(PinnedBuffer::with_flags(n, HostAllocFlags::MAPPED).unwrap())
+        } else {
+            HostMem::Managed(ManagedBuffer::new(n).unwrap())
+        };
+        out.read_then_write(&vec![f32::NAN; n]);
+        let cfg = LaunchConfig::for_elements(n, 256);
+        match &mut out {
+            HostMem::Pinned(p) => kernels::vector_add::vadd(&s, &cfg, &ma, &mb, p).unwrap(),
+            HostMem::Managed(m) => kernels::vector_add::vadd(&s, &cfg, &ma, &mb, m).unwrap(),
+        }
+        // Inputs dropped with the kernel queued.
+        drop((ma, mb));
+        drop(s);
+        let what = format!(
+            "thread {} vadd n={n} on {kind:?} from managed memory into {}",
+            self.id,
+            if mapped {
+                "mapped page-locked"
+            } else {
+                "managed"
+            }
+        );
+        self.check_or_hand_off(out, want, what);
+    }
+
+    /// A fill on a stream, read back.
+    fn fill_job(&mut self) {
+        let n = self.len();
+        let value = self.r.u32(..);
+        let (s, kind) = self.stream();
+        let mut d = self.alloc::<u32>(n);
+        d.fill_async(0xDEAD_BEEF, &s).unwrap();
+        d.fill_async(value, &s).unwrap();
+        let mut back = vec![0xDEAD_BEEFu32.wrapping_add(1); n];
+        d.copy_to_host_async(&mut back, &s).unwrap();
+        assert_same(
+            &format!("thread {} fill n={n} on {kind:?}", self.id),
+            &back,
+            &vec![value; n],
+        );
+        self.checks += 1;
+    }
+
+    fn run(&mut self, deadline: Instant) {
+        while Instant::now() < deadline {
+            self.drain_inbox();
+            match self.r.u8(0..10) {
+                0..=5 => self.vadd_job(),
+                6..=7 => self.host_memory_kernel_job(),
+                _ => self.fill_job(),
+            }
+            self.maybe_replace_streams();
+        }
+        // No more handoffs from this thread; check what the previous one still sends.
+        self.next = None;
+        while let Ok(h) = self.inbox.recv() {
+            h.check(self.id);
+            self.checks += 1;
+        }
+    }
+}
+
+fn stress_child() {
+    // Synchronous copies run in the legacy default stream (see `vadd_job`).
+    cuda_runtime::set_default_stream_mode(DefaultStreamMode::Legacy);
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    // Warm-up: the context, the staging ring, the kernels' modules, the memory pool.
+    {
+        let s = non_blocking();
+        vadd_checked(&mut r, &s, "warm-up");
+        let big = random_u32(&mut r, 2 << 20);
+        let d = DeviceBuffer::from_slice(&big).unwrap();
+        assert_same("warm-up staged", &d.to_vec().unwrap(), &big);
+        let mut m = ManagedBuffer::<u32>::new(4096).unwrap();
+        kernels::spin::write_index(&s, &LaunchConfig::for_elements(4096, 128), &mut m).unwrap();
+        drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
+        s.synchronize().unwrap();
+    }
+    cuda_runtime::device::synchronize().unwrap();
+    let (base, _) = dev.memory_info().unwrap();
+    let (senders, inboxes): (Vec<_>, Vec<_>) = (0..STRESS_THREADS).map(|_| mpsc::channel()).unzip();
+    let deadline = Instant::now() + STRESS_TIME;
+    let checks: Vec<usize> = std::thread::scope(|sc| {
+        let handles: Vec<_> = inboxes
+            .into_iter()
+            .enumerate()
+            .map(|(id, inbox)| {
+                let next = senders[(id + 1) % STRESS_THREADS].clone();
+                let seed = r.u64(..);
+                sc.spawn(move || {
+                    let mut w = Worker {
+                        id,
+                        r: fastrand::Rng::with_seed(seed),
+                        blocking: Stream::new().unwrap(),
+                        non_blocking: non_blocking(),
+                        next: Some(next),
+                        inbox,
+                        checks: 0,
+                    };
+                    w.run(deadline);
+                    w.checks
+                })
+            })
+            .collect();
+        drop(senders);
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    eprintln!("results checked per thread: {checks:?}");
+    assert!(checks.iter().all(|&c| c > 0), "{checks:?}");
+    expect_memory_back(dev, base, "after the stress");
+    let deferred = dev.take_deferred_errors();
+    assert!(deferred.is_empty(), "errors met in drops: {deferred:?}");
+    println!("stress child ok");
+}
