@@ -54,6 +54,10 @@ pub(crate) struct DeviceState {
     peer_readers: AtomicU64,
     /// The legacy default stream's queue of the live context activation.
     legacy: Mutex<Option<Arc<Queue>>>,
+    /// The crate's own non-blocking stream for frees (with its context generation): device
+    /// memory is freed in stream order there (`cuMemFreeAsync`), since `cuMemFree` waits for the
+    /// whole device and holds up other threads' allocations meanwhile.
+    free_stream: Mutex<(u64, Raw<sys::CUstream_st>)>,
 }
 
 struct Runtime {
@@ -95,6 +99,7 @@ fn runtime() -> Result<&'static Runtime> {
                     host_borrows: AtomicUsize::new(0),
                     peer_readers: AtomicU64::new(0),
                     legacy: Mutex::new(None),
+                    free_stream: Mutex::new((0, Raw::null())),
                 });
             }
             Ok(Runtime {
@@ -208,6 +213,27 @@ impl Active {
                 q
             }
         }
+    }
+
+    /// The crate's stream for frees in this context (made on first use).
+    pub(crate) fn free_stream(&self) -> Result<sys::CUstream> {
+        let mut f = self.dev.free_stream.lock();
+        if f.0 != self.guard.generation || f.1.is_null() {
+            let mut raw: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: the context is current; valid out-parameter. The stream dies with the
+            // context (a reset), and is remade for the next activation.
+            self.check(
+                unsafe {
+                    sys::cuStreamCreate(
+                        &mut raw,
+                        sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    )
+                },
+                "cuStreamCreate",
+            )?;
+            *f = (self.guard.generation, Raw(raw));
+        }
+        Ok(f.1 .0)
     }
 
     /// The raw context handle.

@@ -607,21 +607,28 @@ struct Yard {
     idle_lock: Mutex<()>,
 }
 
-fn yard() -> &'static Yard {
-    static YARD: OnceLock<Yard> = OnceLock::new();
-    static STARTED: OnceLock<bool> = OnceLock::new();
-    let y = YARD.get_or_init(|| Yard {
-        graves: Mutex::new(Vec::new()),
-        wake: Condvar::new(),
-        busy: AtomicUsize::new(0),
-        idle: Condvar::new(),
-        idle_lock: Mutex::new(()),
+/// The two yards: frees that return at once (`cuMemFreeAsync`), and frees through calls that
+/// wait for the whole device (`cuMemFreeHost`, `cuMemHostUnregister`, managed `cuMemFree`, IPC
+/// close), each with its own thread so that the second kind never holds up the first.
+fn yards() -> &'static [Yard; 2] {
+    static YARDS: OnceLock<[Yard; 2]> = OnceLock::new();
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let y = YARDS.get_or_init(|| {
+        [0, 1].map(|_| Yard {
+            graves: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+            busy: AtomicUsize::new(0),
+            idle: Condvar::new(),
+            idle_lock: Mutex::new(()),
+        })
     });
     STARTED.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("cuda-runtime-reclaimer".into())
-            .spawn(reclaimer)
-            .is_ok()
+        for i in 0..2 {
+            // Without the thread, frees wait for `reclaim` (a synchronising call) instead.
+            let _ = std::thread::Builder::new()
+                .name(format!("cuda-runtime-reclaimer-{i}"))
+                .spawn(move || reclaimer(&yards()[i]));
+        }
     });
     y
 }
@@ -631,10 +638,11 @@ pub(crate) fn defer_free(
     device: i32,
     generation: u64,
     waits: Vec<(Arc<Queue>, u64)>,
+    blocking: bool,
     during: &'static str,
     free: impl FnOnce(Option<&Active>) -> Result<()> + Send + 'static,
 ) {
-    let y = yard();
+    let y = &yards()[blocking as usize];
     y.graves.lock().push(Grave {
         device,
         generation,
@@ -688,8 +696,7 @@ fn ready(g: &mut Grave) -> bool {
     g.waits.is_empty()
 }
 
-fn reclaimer() {
-    let y = yard_ref();
+fn reclaimer(y: &Yard) {
     let mut pause = Duration::from_micros(50);
     loop {
         let batch: Vec<Grave> = {
@@ -727,44 +734,42 @@ fn reclaimer() {
     }
 }
 
-fn yard_ref() -> &'static Yard {
-    yard()
-}
-
 /// Frees what is ready now on the calling thread (after a synchronising call), then waits up to
-/// `patience` for the reclaimer to free what it holds of `device`. Returns whether anything of
+/// `patience` for the reclaimers to free what they hold of `device`. Returns whether anything of
 /// `device` is still waiting.
 pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
     if context::in_host_fn() {
         return true;
     }
-    let y = yard();
-    let mine: Vec<Grave> = {
-        let mut g = y.graves.lock();
-        let (mine, rest): (Vec<Grave>, Vec<Grave>) = std::mem::take(&mut *g)
-            .into_iter()
-            .partition(|x| x.device == device);
-        *g = rest;
-        y.busy.fetch_add(mine.len(), Ordering::AcqRel);
-        mine
-    };
-    let n = mine.len();
-    let mut waiting = Vec::new();
-    for mut g in mine {
-        if ready(&mut g) {
-            bury(g);
-        } else {
-            waiting.push(g);
+    for y in yards() {
+        let mine: Vec<Grave> = {
+            let mut g = y.graves.lock();
+            let (mine, rest): (Vec<Grave>, Vec<Grave>) = std::mem::take(&mut *g)
+                .into_iter()
+                .partition(|x| x.device == device);
+            *g = rest;
+            y.busy.fetch_add(mine.len(), Ordering::AcqRel);
+            mine
+        };
+        let n = mine.len();
+        let mut waiting = Vec::new();
+        for mut g in mine {
+            if ready(&mut g) {
+                bury(g);
+            } else {
+                waiting.push(g);
+            }
         }
+        if !waiting.is_empty() {
+            y.graves.lock().extend(waiting);
+        }
+        y.busy.fetch_sub(n, Ordering::AcqRel);
     }
-    if !waiting.is_empty() {
-        y.graves.lock().extend(waiting);
-    }
-    y.busy.fetch_sub(n, Ordering::AcqRel);
     let end = Instant::now() + patience;
     loop {
-        let pending = y.busy.load(Ordering::Acquire) > 0
-            || y.graves.lock().iter().any(|g| g.device == device);
+        let pending = yards().iter().any(|y| {
+            y.busy.load(Ordering::Acquire) > 0 || y.graves.lock().iter().any(|g| g.device == device)
+        });
         if !pending {
             return false;
         }
@@ -772,6 +777,7 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
         if now >= end {
             return true;
         }
+        let y = &yards()[0];
         y.wake.notify_one();
         let mut l = y.idle_lock.lock();
         y.idle
@@ -779,18 +785,22 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
     }
 }
 
-/// Runs an allocation, and when it fails for lack of memory, lets deferred frees of `device`
-/// finish (up to two seconds) and tries once more.
-pub(crate) fn alloc_retry<T>(device: i32, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+/// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
+/// deferred frees of the device finish (up to two seconds) and tries once more.
+pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
     match f() {
         Err(e) if e.code() == crate::ErrorCode::MemoryAllocation => {
-            let y = yard();
-            let any = y.busy.load(Ordering::Acquire) > 0
-                || y.graves.lock().iter().any(|g| g.device == device);
-            if !any {
-                return Err(e);
-            }
+            let device = a.dev.ordinal;
             reclaim(device, Duration::from_secs(2));
+            a.rebind()?;
+            // Frees queued in the crate's stream for frees are complete once it is.
+            if let Ok(s) = a.free_stream() {
+                // SAFETY: the crate's own stream of the current context, holding only frees.
+                let _ = a.check(
+                    unsafe { sys::cuStreamSynchronize(s) },
+                    "cuStreamSynchronize",
+                );
+            }
             f()
         }
         r => r,

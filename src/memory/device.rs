@@ -234,9 +234,11 @@ impl Drop for Alloc {
         }
         let order = std::mem::take(self.order.get_mut());
         let ipc = self.ipc;
-        match self.home.take() {
-            // Used on its own stream only: freed there in stream order, at once.
-            Some((s, q, _)) if !ipc && self.uses.only_on(&q) => {
+        let home = self.home.take();
+        if let Some((s, q, _)) = &home {
+            if !ipc && self.uses.only_on(q) {
+                // Used on its own stream only: freed there in stream order, at once.
+                let s = s.clone();
                 context::release(device, generation, "freeing device memory", move |a| {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
                     // only by work of its own stream, which the free follows.
@@ -245,42 +247,50 @@ impl Drop for Alloc {
                         "cuMemFreeAsync",
                     )
                 });
-                drop(order);
+                return;
             }
-            home => {
-                let waits = self.uses.take_points();
-                queue::defer_free(
-                    device,
-                    generation,
-                    waits,
-                    "freeing device memory",
-                    move |a| {
-                        drop(order);
-                        // After a reset the memory died with its context.
-                        let Some(a) = a else { return Ok(()) };
-                        if ipc {
-                            // SAFETY: opened from an IPC handle in this context; its uses are
-                            // done.
-                            let r = a.check(
-                                unsafe { sys::cuIpcCloseMemHandle(ptr) },
-                                "cuIpcCloseMemHandle",
-                            );
-                            super::ipc::closed(ptr);
-                            return r;
-                        }
-                        match home {
-                            // SAFETY: a live stream-ordered allocation of this context whose
-                            // uses are all done; freed in its stream's order.
-                            Some((s, _, _)) => a.check(
-                                unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
-                                "cuMemFreeAsync",
-                            ),
-                            // SAFETY: a live allocation of this context whose uses are done.
-                            None => a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree"),
-                        }
-                    },
+        }
+        let waits = self.uses.take_points();
+        let free = move |a: Option<&Active>| {
+            drop(order);
+            // After a reset the memory died with its context.
+            let Some(a) = a else { return Ok(()) };
+            if ipc {
+                // SAFETY: opened from an IPC handle in this context; its uses are done.
+                let r = a.check(
+                    unsafe { sys::cuIpcCloseMemHandle(ptr) },
+                    "cuIpcCloseMemHandle",
                 );
+                super::ipc::closed(ptr);
+                return r;
             }
+            // Not `cuMemFree`: it waits for the whole device (unrelated, maybe stalled work
+            // included) and holds up other threads' allocations meanwhile, as measured on
+            // driver 580. The free goes into a stream instead: the allocation's own, or the
+            // crate's stream for frees; every use of the memory is done already.
+            let stream = match &home {
+                Some((s, _, _)) => s.as_raw(),
+                None => a.free_stream()?,
+            };
+            // SAFETY: a live allocation of this context whose uses are all done.
+            a.check(
+                unsafe { sys::cuMemFreeAsync(ptr, stream) },
+                "cuMemFreeAsync",
+            )
+        };
+        if waits.is_empty() && !ipc {
+            context::release(device, generation, "freeing device memory", move |a| {
+                free(Some(a))
+            });
+        } else {
+            queue::defer_free(
+                device,
+                generation,
+                waits,
+                ipc,
+                "freeing device memory",
+                free,
+            );
         }
     }
 }
@@ -1146,7 +1156,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
-            queue::alloc_retry(device, || match &home {
+            queue::alloc_retry(&a, || match &home {
                 // SAFETY: the context is current; valid out-parameter; live stream and pool
                 // of this context (checked by the caller).
                 Some((s, _)) => match pool {

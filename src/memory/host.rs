@@ -251,6 +251,7 @@ impl HostSide {
             device,
             generation,
             waits,
+            true,
             "freeing page-locked or managed memory",
             move |a| match kind {
                 HostKind::Empty | HostKind::Borrowed => Ok(()),
