@@ -1,7 +1,24 @@
 //! Kernel signatures: parsing `extern "C" __global__` declarations from CUDA sources, checking
 //! them against the PTX, and generating the typed launch wrappers. Used by `build.rs`, and
 //! compiled into the library's unit tests so that it is tested everywhere.
+//!
+//! The comment lines right above a kernel may hold directives, `// cuda-runtime: <directive>`:
+//!
+//! * `unsafe`: the wrapper is an `unsafe fn` taking raw addresses;
+//! * `block = (X, Y, Z)`: the kernel must be launched with exactly this block shape (missing
+//!   dimensions are 1, as in `dim3`);
+//! * `require A OP B`: a launch precondition. `OP` is one of `==`, `!=`, `<`, `<=`, `>`, `>=`;
+//!   `A` and `B` are each an integer, a quantity, or `INTEGER * quantity`, where a quantity is
+//!   `block.x|y|z`, `grid.x|y|z`, `dynamic_shared` (bytes of dynamic shared memory) or an integer
+//!   parameter of the kernel (a pointer's `*_len` companion included, which the wrapper fills
+//!   from the buffer). Example: `require dynamic_shared >= 4 * n`.
+//!
+//! The generated wrapper checks every precondition ([`Rule::holds`], in exact 128-bit
+//! arithmetic) before it borrows a buffer or launches, and refuses the launch with an error
+//! naming the precondition and the values it was checked with. The evaluator lives here, beside
+//! the parser, so that the library's launch path and the tests use the same code.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// A scalar C type a kernel parameter (or a pointer's element) may have.
@@ -99,6 +116,11 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// Marked `// cuda-runtime: unsafe`: its wrapper is an `unsafe fn` taking raw addresses.
     pub is_unsafe: bool,
+    /// Its launch preconditions (`// cuda-runtime: block = ...` and `require ...`), in source
+    /// order.
+    pub preconditions: Vec<Rule>,
+    /// The parameters the preconditions name, in the order of their [`Operand::Param`] indices.
+    pub precondition_args: Vec<String>,
     /// The comment lines right above the declaration.
     pub doc: Vec<String>,
     /// The declaration as written, on one line.
@@ -217,16 +239,15 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         let line_no = clean[..at].matches('\n').count();
         let lines: Vec<&str> = src.lines().collect();
         let mut doc = Vec::new();
-        let mut is_unsafe = false;
+        let mut directives = Vec::new();
         let mut l = line_no;
         while l > 0 {
             let t = lines[l - 1].trim();
             if let Some(c) = t.strip_prefix("//") {
                 let c = c.trim();
-                if c == "cuda-runtime: unsafe" {
-                    is_unsafe = true;
-                } else {
-                    doc.push(c.to_string());
+                match c.strip_prefix(DIRECTIVE) {
+                    Some(d) => directives.push(d.trim()),
+                    None => doc.push(c.to_string()),
                 }
                 l -= 1;
             } else {
@@ -234,6 +255,19 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             }
         }
         doc.reverse();
+        directives.reverse();
+        let mut is_unsafe = false;
+        let mut preconditions = Vec::new();
+        let mut precondition_args = Vec::new();
+        for d in directives {
+            if d == "unsafe" {
+                is_unsafe = true;
+            } else {
+                let rule = parse_directive(d, &params, &mut precondition_args)
+                    .map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
+                preconditions.push(rule);
+            }
+        }
         let signature = format!(
             "extern \"C\" __global__ void {name}({})",
             list.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -242,6 +276,8 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             name: name.to_string(),
             params,
             is_unsafe,
+            preconditions,
+            precondition_args,
             doc,
             signature,
         });
@@ -350,8 +386,439 @@ pub fn check_convention(k: &Kernel) -> Result<(), String> {
     Ok(())
 }
 
+/// The prefix of a directive in the comment lines above a kernel.
+pub const DIRECTIVE: &str = "cuda-runtime:";
+
+/// A quantity a launch precondition compares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// The number 1: a term of it is a constant.
+    One,
+    /// `block.x`, `block.y` or `block.z` (0, 1, 2).
+    Block(usize),
+    /// `grid.x`, `grid.y` or `grid.z` (0, 1, 2).
+    Grid(usize),
+    /// `dynamic_shared`: bytes of dynamic shared memory per block.
+    DynamicShared,
+    /// An integer parameter: its name, and its index in the values the wrapper passes.
+    Param(Cow<'static, str>, usize),
+}
+
+/// `coeff * operand`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Term {
+    /// The factor (at most `u32::MAX` when `operand` is not [`Operand::One`]).
+    pub coeff: u64,
+    /// The quantity.
+    pub operand: Operand,
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A launch precondition declared with a kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// `block = (x, y, z)`: exactly this block shape.
+    Block([u32; 3]),
+    /// `require lhs op rhs`.
+    Compare(Term, Cmp, Term),
+}
+
+/// The launch a precondition is checked against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// `gridDim`.
+    pub grid: [u32; 3],
+    /// `blockDim`.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, bytes.
+    pub dynamic_shared: u32,
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+impl Operand {
+    #[inline]
+    fn value(&self, shape: &LaunchShape, args: &[i128]) -> i128 {
+        match self {
+            Operand::One => 1,
+            Operand::Block(i) => shape.block.get(*i).map_or(0, |&v| v as i128),
+            Operand::Grid(i) => shape.grid.get(*i).map_or(0, |&v| v as i128),
+            Operand::DynamicShared => shape.dynamic_shared as i128,
+            Operand::Param(_, i) => args.get(*i).copied().unwrap_or(0),
+        }
+    }
+}
+
+impl Term {
+    /// The term's value: exact for every term the parser makes (|value| < 2^96).
+    #[inline]
+    pub fn value(&self, shape: &LaunchShape, args: &[i128]) -> i128 {
+        (self.coeff as i128).saturating_mul(self.operand.value(shape, args))
+    }
+}
+
+impl Rule {
+    /// Whether the launch `shape`, with `args` (the values of the parameters the rule names,
+    /// by their [`Operand::Param`] indices), meets the rule.
+    #[inline]
+    pub fn holds(&self, shape: &LaunchShape, args: &[i128]) -> bool {
+        match self {
+            Rule::Block(b) => shape.block == *b,
+            Rule::Compare(l, op, r) => {
+                let (l, r) = (l.value(shape, args), r.value(shape, args));
+                match op {
+                    Cmp::Eq => l == r,
+                    Cmp::Ne => l != r,
+                    Cmp::Lt => l < r,
+                    Cmp::Le => l <= r,
+                    Cmp::Gt => l > r,
+                    Cmp::Ge => l >= r,
+                }
+            }
+        }
+    }
+
+    /// The values the rule was checked with, for an error message: `block = (32, 32, 1)`,
+    /// `dynamic_shared = 0, n = 64`.
+    pub fn values(&self, shape: &LaunchShape, args: &[i128]) -> String {
+        match self {
+            Rule::Block(_) => {
+                let [x, y, z] = shape.block;
+                format!("block = ({x}, {y}, {z})")
+            }
+            Rule::Compare(l, _, r) => {
+                let mut seen: Vec<&Operand> = Vec::new();
+                let mut out = String::new();
+                for t in [l, r] {
+                    if t.operand == Operand::One || seen.contains(&&t.operand) {
+                        continue;
+                    }
+                    seen.push(&t.operand);
+                    if !out.is_empty() {
+                        out.push_str(", ");
+                    }
+                    let _ = write!(out, "{} = {}", t.operand, t.operand.value(shape, args));
+                }
+                out
+            }
+        }
+    }
+
+    /// Rust source that builds this rule in the library (`crate::kernel_sig::Rule`).
+    fn to_rust(&self) -> String {
+        const K: &str = "crate::kernel_sig";
+        let term = |t: &Term| {
+            let op = match &t.operand {
+                Operand::One => "One".to_string(),
+                Operand::Block(i) => format!("Block({i})"),
+                Operand::Grid(i) => format!("Grid({i})"),
+                Operand::DynamicShared => "DynamicShared".to_string(),
+                Operand::Param(n, i) => {
+                    format!("Param(::std::borrow::Cow::Borrowed({n:?}), {i})")
+                }
+            };
+            format!(
+                "{K}::Term {{ coeff: {}, operand: {K}::Operand::{op} }}",
+                t.coeff
+            )
+        };
+        match self {
+            Rule::Block([x, y, z]) => format!("{K}::Rule::Block([{x}, {y}, {z}])"),
+            Rule::Compare(l, op, r) => {
+                format!(
+                    "{K}::Rule::Compare({}, {K}::Cmp::{op:?}, {})",
+                    term(l),
+                    term(r)
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Operand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Operand::One => f.write_str("1"),
+            Operand::Block(i) => write!(f, "block.{}", AXES.get(*i).unwrap_or(&"?")),
+            Operand::Grid(i) => write!(f, "grid.{}", AXES.get(*i).unwrap_or(&"?")),
+            Operand::DynamicShared => f.write_str("dynamic_shared"),
+            Operand::Param(n, _) => f.write_str(n),
+        }
+    }
+}
+
+impl std::fmt::Display for Term {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.coeff, &self.operand) {
+            (c, Operand::One) => write!(f, "{c}"),
+            (1, o) => write!(f, "{o}"),
+            (c, o) => write!(f, "{c} * {o}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    /// The rule in the directive's syntax, normalised (`dynamic_shared >= 4 * n`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::Block([x, y, z]) => write!(f, "block = ({x}, {y}, {z})"),
+            Rule::Compare(l, op, r) => {
+                let op = match op {
+                    Cmp::Eq => "==",
+                    Cmp::Ne => "!=",
+                    Cmp::Lt => "<",
+                    Cmp::Le => "<=",
+                    Cmp::Gt => ">",
+                    Cmp::Ge => ">=",
+                };
+                write!(f, "{l} {op} {r}")
+            }
+        }
+    }
+}
+
+/// Splits a directive into words (`block.x`, `n`, `32`) and symbols (`(`, `)`, `,`, `*`, `=`,
+/// `==`, `!=`, `<`, `<=`, `>`, `>=`).
+fn directive_tokens(s: &str) -> Result<Vec<&str>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        } else if c.is_ascii_alphanumeric() || c == b'_' {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+                i += 1;
+            }
+        } else if matches!(c, b'<' | b'>' | b'=' | b'!') {
+            i += 1;
+            if b.get(i) == Some(&b'=') {
+                i += 1;
+            }
+        } else if matches!(c, b'(' | b')' | b',' | b'*') {
+            i += 1;
+        } else {
+            let ch = s[i..].chars().next().unwrap_or('?');
+            return Err(format!("unexpected `{ch}`"));
+        }
+        out.push(&s[start..i]);
+    }
+    Ok(out)
+}
+
+fn parse_number(t: &str) -> Result<u64, String> {
+    if !t.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(format!("`{t}` is not a number"));
+    }
+    t.parse::<u64>()
+        .map_err(|_| format!("{t} is too large (at most {})", u64::MAX))
+}
+
+/// A quantity's name: a launch quantity, or an integer parameter (numbered in `args`).
+fn parse_operand(t: &str, params: &[Param], args: &mut Vec<String>) -> Result<Operand, String> {
+    let axis = |a: &str| AXES.iter().position(|x| *x == a);
+    if let Some(i) = t.strip_prefix("block.").and_then(axis) {
+        return Ok(Operand::Block(i));
+    }
+    if let Some(i) = t.strip_prefix("grid.").and_then(axis) {
+        return Ok(Operand::Grid(i));
+    }
+    if t == "dynamic_shared" {
+        return Ok(Operand::DynamicShared);
+    }
+    let p = params.iter().find(|p| p.name == t).ok_or_else(|| {
+        format!(
+            "unknown quantity `{t}`: expected block.x|y|z, grid.x|y|z, dynamic_shared or an integer parameter"
+        )
+    })?;
+    if p.pointer || matches!(p.ty, Scalar::F32 | Scalar::F64 | Scalar::Bool) {
+        return Err(format!(
+            "parameter `{t}` is not an integer (only integer parameters may be compared)"
+        ));
+    }
+    let i = match args.iter().position(|a| a == t) {
+        Some(i) => i,
+        None => {
+            args.push(t.to_string());
+            args.len() - 1
+        }
+    };
+    Ok(Operand::Param(Cow::Owned(t.to_string()), i))
+}
+
+/// One side of a comparison: `N`, `quantity`, `N * quantity` or `quantity * N`.
+fn parse_term(t: &[&str], params: &[Param], args: &mut Vec<String>) -> Result<Term, String> {
+    let is_num = |s: &str| s.bytes().next().is_some_and(|c| c.is_ascii_digit());
+    let (coeff, name) = match t {
+        [n] if is_num(n) => {
+            return Ok(Term {
+                coeff: parse_number(n)?,
+                operand: Operand::One,
+            })
+        }
+        [q] => (1, *q),
+        [n, "*", q] | [q, "*", n] if is_num(n) && !is_num(q) => (parse_number(n)?, *q),
+        _ => {
+            return Err(format!(
+                "cannot read `{}`: expected N, a quantity, or N * quantity",
+                t.join(" ")
+            ))
+        }
+    };
+    if coeff > u32::MAX as u64 {
+        return Err(format!(
+            "factor {coeff} is too large (at most {})",
+            u32::MAX
+        ));
+    }
+    Ok(Term {
+        coeff,
+        operand: parse_operand(name, params, args)?,
+    })
+}
+
+/// Parses a directive other than `unsafe` (the text after `cuda-runtime:`): `block = (X, Y, Z)`
+/// or `require A OP B`. Parameters it names are added to `args`.
+pub fn parse_directive(d: &str, params: &[Param], args: &mut Vec<String>) -> Result<Rule, String> {
+    let t = directive_tokens(d)?;
+    match t.first().copied() {
+        Some("block") => {
+            let shape = "expected `block = (X, Y, Z)`";
+            let ["block", "=", "(", inner @ .., ")"] = t.as_slice() else {
+                return Err(shape.into());
+            };
+            // X, Y, Z separated by commas; missing dimensions are 1.
+            if inner.len() % 2 == 0
+                || inner.len() > 5
+                || inner.iter().skip(1).step_by(2).any(|s| *s != ",")
+            {
+                return Err(shape.into());
+            }
+            let mut b = [1u32; 3];
+            for (i, s) in inner.iter().step_by(2).enumerate() {
+                let v = parse_number(s)?;
+                b[i] = u32::try_from(v)
+                    .map_err(|_| format!("block.{} = {v} is too large", AXES[i]))?;
+            }
+            let threads = b.iter().map(|&v| v as u64).product::<u64>();
+            if b.contains(&0) || b[0] > 1024 || b[1] > 1024 || b[2] > 64 || threads > 1024 {
+                return Err(format!(
+                    "block ({}, {}, {}) can never be launched (each dimension at least 1, x and y at most 1024, z at most 64, at most 1024 threads)",
+                    b[0], b[1], b[2]
+                ));
+            }
+            Ok(Rule::Block(b))
+        }
+        Some("require") => {
+            let ops = ["==", "!=", "<", "<=", ">", ">="];
+            let at: Vec<usize> = (1..t.len()).filter(|&i| ops.contains(&t[i])).collect();
+            let &[at] = at.as_slice() else {
+                return Err("expected `require A OP B` with one of == != < <= > >=".into());
+            };
+            let op = match t[at] {
+                "==" => Cmp::Eq,
+                "!=" => Cmp::Ne,
+                "<" => Cmp::Lt,
+                "<=" => Cmp::Le,
+                ">" => Cmp::Gt,
+                _ => Cmp::Ge,
+            };
+            let lhs = parse_term(&t[1..at], params, args)?;
+            let rhs = parse_term(&t[at + 1..], params, args)?;
+            Ok(Rule::Compare(lhs, op, rhs))
+        }
+        _ => Err(
+            "unknown directive: expected `unsafe`, `block = (X, Y, Z)` or `require A OP B`".into(),
+        ),
+    }
+}
+
 fn upper(name: &str) -> String {
     name.to_ascii_uppercase()
+}
+
+/// The parameter a precondition names, and whether it is a safe kernel's `*_len` companion (the
+/// wrapper then takes the length from the buffer, the parameter before it).
+fn precondition_param<'a>(k: &'a Kernel, name: &str) -> Option<(&'a Param, Option<&'a Param>)> {
+    let i = k.params.iter().position(|p| p.name == name)?;
+    let p = &k.params[i];
+    let buffer = (!k.is_unsafe && i > 0)
+        .then(|| &k.params[i - 1])
+        .filter(|b| b.pointer && !p.pointer);
+    Some((p, buffer))
+}
+
+/// The wrapper's expressions for the values of the parameters the preconditions name, in
+/// argument order.
+fn precondition_values(k: &Kernel) -> Vec<String> {
+    k.precondition_args
+        .iter()
+        .filter_map(|a| precondition_param(k, a))
+        .map(|(p, buffer)| match buffer {
+            Some(b) => format!("crate::DeviceRead::<{}>::len(&*{})", b.ty.rust(), b.name),
+            None => p.name.clone(),
+        })
+        .collect()
+}
+
+/// `<kernel>_preconditions(config, args...)`: the check the wrapper runs first.
+fn generate_precondition_check(o: &mut String, k: &Kernel) {
+    let params: Vec<(String, String)> = k
+        .precondition_args
+        .iter()
+        .filter_map(|a| precondition_param(k, a))
+        .map(|(p, _)| (p.name.clone(), p.ty.rust().to_string()))
+        .collect();
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "    /// Checks the launch preconditions declared with `{}` (see its wrapper).",
+        k.name
+    );
+    let _ = writeln!(o, "    #[inline]");
+    let _ = writeln!(o, "    #[allow(clippy::too_many_arguments)]");
+    let _ = writeln!(
+        o,
+        "    pub(crate) fn {}_preconditions(config: &crate::LaunchConfig{}) -> crate::Result<()> {{",
+        k.name,
+        params
+            .iter()
+            .map(|(n, t)| format!(", {n}: {t}"))
+            .collect::<String>()
+    );
+    let _ = writeln!(
+        o,
+        "        static RULES: [crate::kernel_sig::Rule; {}] = [",
+        k.preconditions.len()
+    );
+    for r in &k.preconditions {
+        let _ = writeln!(o, "            {},", r.to_rust());
+    }
+    let _ = writeln!(o, "        ];");
+    let _ = writeln!(
+        o,
+        "        crate::launch::check_preconditions({:?}, &RULES, config, &[{}])",
+        k.name,
+        params
+            .iter()
+            .map(|(n, _)| format!("{n} as i128"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(o, "    }}");
 }
 
 /// Generates the Rust module for one kernel file. `ptx_path` is the absolute path of the PTX to
@@ -386,6 +853,9 @@ pub fn generate(
             k.name,
             sizes.join(", ")
         );
+        if !k.preconditions.is_empty() {
+            generate_precondition_check(&mut o, k);
+        }
         // The wrapper.
         let _ = writeln!(o);
         for d in &k.doc {
@@ -465,9 +935,25 @@ pub fn generate(
             let _ = writeln!(o, "    ///");
             let _ = writeln!(o, "    /// Each `*_len` is filled from the buffer's length; the kernel keeps its accesses below it.");
         }
+        if !k.preconditions.is_empty() {
+            let _ = writeln!(o, "    ///");
+            let _ = writeln!(o, "    /// # Preconditions");
+            let _ = writeln!(
+                o,
+                "    /// Declared with the kernel and checked before launching:"
+            );
+            for r in &k.preconditions {
+                let _ = writeln!(o, "    /// - `{r}`");
+            }
+        }
         let _ = writeln!(o, "    ///");
         let _ = writeln!(o, "    /// # Errors");
-        let _ = writeln!(o, "    /// An invalid launch configuration, buffers of another device than `stream`, or the driver's errors.");
+        if k.preconditions.is_empty() {
+            let _ = writeln!(o, "    /// An invalid launch configuration, buffers of another device than `stream`, or the driver's errors.");
+        } else {
+            let _ = writeln!(o, "    /// A launch that breaks a precondition ([`crate::Error::KernelPrecondition`]), an invalid");
+            let _ = writeln!(o, "    /// launch configuration, buffers of another device than `stream`, or the driver's errors.");
+        }
         let _ = writeln!(o, "    #[allow(clippy::too_many_arguments)]");
         let unsafe_kw = if k.is_unsafe { "unsafe " } else { "" };
         let _ = writeln!(
@@ -477,6 +963,18 @@ pub fn generate(
             if args.is_empty() { "" } else { ", " },
             args.join(", ")
         );
+        if !k.preconditions.is_empty() {
+            // Before any buffer is borrowed: a refused launch notes no use.
+            let _ = writeln!(
+                o,
+                "        {}_preconditions(config{})?;",
+                k.name,
+                precondition_values(k)
+                    .iter()
+                    .map(|v| format!(", {v}"))
+                    .collect::<String>()
+            );
+        }
         for s in &setup {
             let _ = writeln!(o, "        {s}");
         }
@@ -640,5 +1138,266 @@ extern "C" __global__ void empty() {}
         assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, addr: u64, v: u32, p: u64)"));
         assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &crate::LaunchConfig) -> crate::Result<()>"));
         assert!(code.contains("[*mut ::core::ffi::c_void; 0] = []"));
+    }
+
+    const DECLARED: &str = r#"
+// Tiles of 32x8.
+// cuda-runtime: block = (32, 8, 1)
+extern "C" __global__ void tile(float* o, size_t o_len, int w) {}
+// Reverses through dynamic shared memory.
+// cuda-runtime: require dynamic_shared >= 4*n
+// cuda-runtime: require n <= o_len
+// cuda-runtime: require grid.x == 1
+extern "C" __global__ void rev(int* o, size_t o_len, int n) {}
+// cuda-runtime: unsafe
+// cuda-runtime: block = (64)
+extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {}
+"#;
+
+    fn shape(block: [u32; 3], grid: [u32; 3], dynamic_shared: u32) -> LaunchShape {
+        LaunchShape {
+            grid,
+            block,
+            dynamic_shared,
+        }
+    }
+
+    fn rule(d: &str, params: &str) -> Result<Rule, String> {
+        let src = format!("extern \"C\" __global__ void k({params}) {{}}");
+        let k = parse_kernels(&src).unwrap();
+        parse_directive(d, &k[0].params, &mut Vec::new())
+    }
+
+    #[test]
+    fn directives_become_preconditions_not_docs() {
+        let k = parse_kernels(DECLARED).unwrap();
+        assert_eq!(k[0].preconditions, [Rule::Block([32, 8, 1])]);
+        assert_eq!(k[0].doc, ["Tiles of 32x8."]);
+        assert!(k[0].precondition_args.is_empty());
+        let r = &k[1];
+        assert_eq!(r.doc, ["Reverses through dynamic shared memory."]);
+        let texts: Vec<String> = r.preconditions.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            texts,
+            ["dynamic_shared >= 4 * n", "n <= o_len", "grid.x == 1"]
+        );
+        // Each parameter gets one index, in order of first use.
+        assert_eq!(r.precondition_args, ["n", "o_len"]);
+        assert_eq!(
+            r.preconditions[1],
+            Rule::Compare(
+                Term {
+                    coeff: 1,
+                    operand: Operand::Param("n".into(), 0)
+                },
+                Cmp::Le,
+                Term {
+                    coeff: 1,
+                    operand: Operand::Param("o_len".into(), 1)
+                }
+            )
+        );
+        assert!(k[2].is_unsafe);
+        assert_eq!(k[2].preconditions, [Rule::Block([64, 1, 1])]);
+        assert!(k[2].doc.is_empty());
+    }
+
+    #[test]
+    fn directive_syntax_variants() {
+        let p = "int* d, size_t d_len, int n, unsigned long long big";
+        let cases = [
+            ("block = (32, 8, 1)", "block = (32, 8, 1)"),
+            ("block=(32,8)", "block = (32, 8, 1)"),
+            ("block = ( 1024 )", "block = (1024, 1, 1)"),
+            ("require dynamic_shared >= 4 * n", "dynamic_shared >= 4 * n"),
+            ("require dynamic_shared>=n*4", "dynamic_shared >= 4 * n"),
+            (
+                "require 4 * block.x <= dynamic_shared",
+                "4 * block.x <= dynamic_shared",
+            ),
+            ("require grid.z == 1", "grid.z == 1"),
+            ("require block.y != 3", "block.y != 3"),
+            ("require n < d_len", "n < d_len"),
+            ("require big > 0", "big > 0"),
+            (
+                "require 18446744073709551615 >= big",
+                "18446744073709551615 >= big",
+            ),
+            ("require 4294967295 * n >= 0", "4294967295 * n >= 0"),
+        ];
+        for (d, normal) in cases {
+            let r = rule(d, p).unwrap_or_else(|e| panic!("{d}: {e}"));
+            assert_eq!(r.to_string(), normal, "{d}");
+            // The normal form reads back as the same rule.
+            let again = if normal.starts_with("block =") {
+                normal.to_string()
+            } else {
+                format!("require {normal}")
+            };
+            assert_eq!(rule(&again, p).unwrap(), r, "{again}");
+        }
+    }
+
+    #[test]
+    fn bad_directives_are_build_errors_with_the_kernel_and_the_directive() {
+        let p = "float* f, size_t f_len, float x, bool b, int n";
+        let cases = [
+            ("blok = (32, 8, 1)", "unknown directive"),
+            ("unsafe please", "unknown directive"),
+            ("block = 32", "block = (X, Y, Z)"),
+            ("block = (32, 8, 1, 1)", "block = (X, Y, Z)"),
+            ("block = (32 8)", "block = (X, Y, Z)"),
+            ("block = (32,)", "block = (X, Y, Z)"),
+            ("block = (0, 8, 1)", "can never be launched"),
+            ("block = (64, 32, 1)", "can never be launched"),
+            ("block = (1, 1, 65)", "can never be launched"),
+            ("block = (1, 4294967296)", "too large"),
+            ("block = (-32, 8)", "unexpected `-`"),
+            ("require n", "one of =="),
+            ("require n = 4", "one of =="),
+            ("require 1 < n < 5", "one of =="),
+            ("require m >= 1", "unknown quantity `m`"),
+            ("require block.w >= 1", "unknown quantity `block.w`"),
+            ("require x >= 1", "`x` is not an integer"),
+            ("require b == 1", "`b` is not an integer"),
+            ("require f >= 1", "`f` is not an integer"),
+            (
+                "require 4294967296 * n >= 1",
+                "factor 4294967296 is too large",
+            ),
+            ("require 99999999999999999999 >= n", "too large"),
+            ("require n * n >= 1", "cannot read `n * n`"),
+            ("require 2 * 3 >= n", "cannot read `2 * 3`"),
+            ("require >= n", "cannot read ``"),
+            ("require n >= 1 + 2", "unexpected `+`"),
+            ("require n ≥ 1", "unexpected `≥`"),
+        ];
+        for (d, want) in cases {
+            let src = format!("// cuda-runtime: {d}\nextern \"C\" __global__ void kk({p}) {{}}");
+            let e = parse_kernels(&src).expect_err(d);
+            assert!(
+                e.contains("kernel kk") && e.contains(d) && e.contains(want),
+                "{d}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn rules_hold_exactly_for_extreme_values() {
+        let dynamic = rule("require dynamic_shared >= 4 * n", "int n").unwrap();
+        let any = [1, 1, 1];
+        assert!(!dynamic.holds(&shape(any, any, 0), &[64]));
+        assert!(!dynamic.holds(&shape(any, any, 255), &[64]));
+        assert!(dynamic.holds(&shape(any, any, 256), &[64]));
+        assert!(dynamic.holds(&shape(any, any, 0), &[0]));
+        assert!(dynamic.holds(&shape(any, any, 0), &[-5]));
+        assert!(dynamic.holds(&shape(any, any, 0), &[i32::MIN as i128]));
+        // 4 * i32::MAX does not fit in u32 dynamic shared memory: refused, not wrapped.
+        assert!(!dynamic.holds(&shape(any, any, u32::MAX), &[i32::MAX as i128]));
+        // No overflow with the largest factor and the largest 64-bit values.
+        let big = rule(
+            "require 4294967295 * big >= 4294967295 * len",
+            "unsigned long long big, size_t len",
+        )
+        .unwrap();
+        assert!(big.holds(&shape(any, any, 0), &[u64::MAX as i128, u64::MAX as i128]));
+        assert!(!big.holds(
+            &shape(any, any, 0),
+            &[u64::MAX as i128 - 1, u64::MAX as i128]
+        ));
+        let block = Rule::Block([32, 8, 1]);
+        assert!(block.holds(&shape([32, 8, 1], [u32::MAX, 65535, 65535], u32::MAX), &[]));
+        for b in [
+            [32, 32, 1],
+            [8, 32, 1],
+            [32, 8, 2],
+            [1, 1, 1],
+            [1024, 1, 1],
+            [7, 3, 2],
+        ] {
+            assert!(!block.holds(&shape(b, any, 0), &[]), "{b:?}");
+        }
+        let each = [
+            ("require block.x == 5", [5, 2, 3], [7, 11, 13]),
+            ("require block.y == 2", [5, 2, 3], [7, 11, 13]),
+            ("require block.z == 3", [5, 2, 3], [7, 11, 13]),
+            ("require grid.x == 7", [5, 2, 3], [7, 11, 13]),
+            ("require grid.y == 11", [5, 2, 3], [7, 11, 13]),
+            ("require grid.z == 13", [5, 2, 3], [7, 11, 13]),
+        ];
+        for (d, b, g) in each {
+            let r = rule(d, "int n").unwrap();
+            assert!(r.holds(&shape(b, g, 0), &[]), "{d}");
+            assert!(!r.holds(&shape(g, b, 0), &[]), "{d}");
+        }
+        let ops = [
+            ("==", [false, true, false]),
+            ("!=", [true, false, true]),
+            ("<", [true, false, false]),
+            ("<=", [true, true, false]),
+            (">", [false, false, true]),
+            (">=", [false, true, true]),
+        ];
+        for (op, want) in ops {
+            let r = rule(&format!("require n {op} 0"), "int n").unwrap();
+            let got = [-1, 0, 1].map(|n| r.holds(&shape(any, any, 0), &[n]));
+            assert_eq!(got, want, "{op}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_values_checked() {
+        let any = [1, 1, 1];
+        let r = rule("require dynamic_shared >= 4 * n", "int n").unwrap();
+        assert_eq!(
+            r.values(&shape(any, any, 0), &[64]),
+            "dynamic_shared = 0, n = 64"
+        );
+        let r = rule("require 2 * n <= n", "int n").unwrap();
+        assert_eq!(r.values(&shape(any, any, 0), &[-3]), "n = -3");
+        let r = rule("require block.x >= 7", "int n").unwrap();
+        assert_eq!(r.values(&shape([4, 1, 1], any, 0), &[]), "block.x = 4");
+        let r = Rule::Block([32, 8, 1]);
+        assert_eq!(
+            r.values(&shape([32, 32, 1], any, 0), &[]),
+            "block = (32, 32, 1)"
+        );
+    }
+
+    #[test]
+    fn generated_wrappers_check_preconditions_before_borrowing() {
+        let k = parse_kernels(DECLARED).unwrap();
+        let code = generate("demo", "demo.cu", "/x/demo.ptx", &k).unwrap();
+        // The check function, with the parameters its rules name.
+        assert!(code.contains(
+            "pub(crate) fn tile_preconditions(config: &crate::LaunchConfig) -> crate::Result<()>"
+        ));
+        assert!(code.contains("crate::kernel_sig::Rule::Block([32, 8, 1])"));
+        assert!(code.contains(
+            "pub(crate) fn rev_preconditions(config: &crate::LaunchConfig, n: i32, o_len: usize)"
+        ));
+        assert!(code.contains("crate::launch::check_preconditions(\"rev\", &RULES, config, &[n as i128, o_len as i128])"));
+        // A length is taken from the buffer, before the buffer is borrowed for the launch.
+        let call = "rev_preconditions(config, n, crate::DeviceRead::<i32>::len(&*o))?;";
+        let borrow = "crate::DeviceWrite::kernel_arg_mut(o, stream)?";
+        let rev = &code[code.find("pub fn rev(").unwrap()..];
+        assert!(rev.find(call).unwrap() < rev.find(borrow).unwrap(), "{rev}");
+        // An unsafe kernel's `*_len` is its own argument.
+        assert!(code.contains("raw_preconditions(config)?;"));
+        // The docs list the preconditions.
+        assert!(code.contains("    /// - `dynamic_shared >= 4 * n`"));
+        assert!(code.contains("[`crate::Error::KernelPrecondition`]"));
+        // Kernels without preconditions get no check.
+        let plain = generate("p", "p.cu", "/x/p.ptx", &parse_kernels(SRC).unwrap()).unwrap();
+        assert!(!plain.contains("_preconditions"));
+        assert!(!plain.contains("# Preconditions"));
+    }
+
+    #[test]
+    fn unsafe_kernels_may_name_their_raw_lengths() {
+        let src = "// cuda-runtime: unsafe\n// cuda-runtime: require p_len >= 4\nextern \"C\" __global__ void r(float* p, size_t p_len) {}";
+        let k = parse_kernels(src).unwrap();
+        let code = generate("u", "u.cu", "/x/u.ptx", &k).unwrap();
+        assert!(code.contains("r_preconditions(config, p_len)?;"), "{code}");
     }
 }

@@ -1,5 +1,11 @@
 // Kernels for stream-ordering demonstrations and tests.
 
+// Whether this is thread (0, 0, 0) of block (0, 0, 0): the one thread of one-thread kernels,
+// whatever the launch shape.
+__device__ __forceinline__ bool first_thread() {
+  return (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0;
+}
+
 __device__ __forceinline__ unsigned long long global_timer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -10,7 +16,7 @@ __device__ __forceinline__ unsigned long long global_timer() {
 // stamps[2 * slot] and stamps[2 * slot + 1].
 extern "C" __global__ void spin(unsigned long long* stamps, size_t stamps_len,
                                 unsigned long long duration_ns, int slot) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (!first_thread()) return;
   unsigned long long start = global_timer();
   while (global_timer() - start < duration_ns) {
   }
@@ -26,7 +32,7 @@ extern "C" __global__ void spin(unsigned long long* stamps, size_t stamps_len,
 // while this runs is not handed out again before it ends.
 extern "C" __global__ void spin_read_sum(const float* src, size_t src_len, float* out,
                                          size_t out_len, unsigned long long duration_ns) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (!first_thread()) return;
   unsigned long long start = global_timer();
   while (global_timer() - start < duration_ns) {
   }

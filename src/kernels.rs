@@ -9,9 +9,50 @@
 //!
 //! In the wrappers, a `const T*` parameter takes any [`DeviceRead<T>`](crate::DeviceRead), a
 //! `T*` any [`DeviceWrite<T>`](crate::DeviceWrite), and each pointer's `size_t <name>_len`
-//! companion is filled from the buffer's length, which the kernel never exceeds: that is what
-//! makes these launches safe. Kernels marked `// cuda-runtime: unsafe` in their source take raw
-//! addresses and are `unsafe fn`s.
+//! companion is filled from the buffer's length, which the kernel never exceeds. Kernels marked
+//! `// cuda-runtime: unsafe` in their source take raw addresses and are `unsafe fn`s.
+//!
+//! # Launch preconditions
+//!
+//! A safe wrapper accepts every launch the device accepts (any grid, any block up to the
+//! device's limits, any dynamic shared memory up to its opt-in limit) and any argument values,
+//! so each kernel is written to be correct for all of them, or declares what it needs in the
+//! comment lines right above it, and its wrapper refuses any other launch:
+//!
+//! ```text
+//! // cuda-runtime: block = (32, 8, 1)
+//! // cuda-runtime: require dynamic_shared >= 4 * n
+//! ```
+//!
+//! * `block = (X, Y, Z)`: exactly this block shape (missing dimensions are 1);
+//! * `require A OP B`, with `OP` one of `==` `!=` `<` `<=` `>` `>=`, and `A`, `B` each an
+//!   integer, a quantity or `INTEGER * quantity`; a quantity is `block.x`, `block.y`, `block.z`,
+//!   `grid.x`, `grid.y`, `grid.z`, `dynamic_shared` (bytes of dynamic shared memory per block) or
+//!   an integer parameter of the kernel, a pointer's `*_len` included (taken from the buffer).
+//!
+//! The build fails on a directive it cannot read, naming the kernel. The generated wrapper checks
+//! the preconditions first, in exact 128-bit arithmetic (a few integer compares, no allocation),
+//! before it borrows any buffer; a launch that breaks one is refused with
+//! [`Error::KernelPrecondition`](crate::Error::KernelPrecondition) (`cudaErrorInvalidValue`),
+//! which names the precondition and the values it was checked with, and nothing is queued. Each
+//! wrapper's docs list its preconditions. Together with the lengths, that is what makes these
+//! launches safe: a launch the wrapper accepts cannot fault.
+//!
+//! The crate's kernels, audited for every launch shape:
+//!
+//! * `transpose::*` (all five) index their shared tiles by the thread's position in a 32x8
+//!   block: they declare `block = (32, 8, 1)`. Any grid is fine; an element is written only where
+//!   its source element is inside the input.
+//! * `shared_reverse::dynamic_reverse` declares `require dynamic_shared >= 4 * n` (and also never
+//!   indexes past the dynamic shared memory the launch gave). Both reversal kernels reverse the
+//!   first `min(n, block.x, d_len)` elements (at most 64 for `static_reverse`), with the first
+//!   block's first row of threads only, whatever the launch shape; a negative `n` reverses none.
+//! * `pitched::scale_rows` is correct for any shape and any pitch (64-bit indices, threads with a
+//!   z index above 0 idle, row offsets that would overflow skipped).
+//! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
+//!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`)
+//!   and `params::*` are correct for any shape. (`spin::spin` spins as long as it is told to: a
+//!   huge duration keeps the GPU busy, it does not fault.)
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -28,3 +69,170 @@
 //! ```
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+
+#[cfg(test)]
+mod tests {
+    use super::{shared_reverse, transpose};
+    use crate::{Dim3, Error, ErrorCode, LaunchConfig, Result};
+
+    fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), smem: u32) -> LaunchConfig {
+        LaunchConfig::new(grid, block).with_shared_mem(smem)
+    }
+
+    type Check = fn(&LaunchConfig) -> Result<()>;
+
+    const TRANSPOSE: [(&str, Check); 5] = [
+        ("copy", transpose::copy_preconditions),
+        ("copy_shared_mem", transpose::copy_shared_mem_preconditions),
+        ("transpose_naive", transpose::transpose_naive_preconditions),
+        (
+            "transpose_coalesced",
+            transpose::transpose_coalesced_preconditions,
+        ),
+        (
+            "transpose_no_bank_conflicts",
+            transpose::transpose_no_bank_conflicts_preconditions,
+        ),
+    ];
+
+    #[test]
+    fn transpose_kernels_refuse_every_block_but_32x8() {
+        for (name, check) in TRANSPOSE {
+            for b in [
+                (32, 32, 1),
+                (1, 1, 1),
+                (7, 3, 2),
+                (1024, 1, 1),
+                (32, 8, 2),
+                (8, 32, 1),
+                (256, 1, 1),
+            ] {
+                let e = check(&cfg((4, 4, 1), b, 0)).unwrap_err();
+                let Error::KernelPrecondition {
+                    kernel,
+                    precondition,
+                    values,
+                } = &e
+                else {
+                    panic!("{name} {b:?}: {e}");
+                };
+                assert_eq!(*kernel, name);
+                assert_eq!(precondition, "block = (32, 8, 1)");
+                assert_eq!(*values, format!("block = ({}, {}, {})", b.0, b.1, b.2));
+                assert_eq!(e.code(), ErrorCode::InvalidValue);
+            }
+            // Any grid and any dynamic shared memory with 32x8 blocks.
+            for (g, smem) in [
+                ((1, 1, 1), 0),
+                ((256, 256, 1), 0),
+                ((2147483647, 65535, 65535), u32::MAX),
+                ((3, 5, 7), 4096),
+            ] {
+                check(&cfg(g, (32, 8, 1), smem)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn dynamic_reverse_needs_4_bytes_of_dynamic_shared_memory_per_element() {
+        use shared_reverse::dynamic_reverse_preconditions as check;
+        let refused = [
+            (64, 0),
+            (64, 255),
+            (1, 3),
+            (1024, 4095),
+            (i32::MAX, u32::MAX),
+        ];
+        for (n, smem) in refused {
+            let e = check(&cfg((1, 1, 1), (64, 1, 1), smem), n).unwrap_err();
+            assert_eq!(
+                e,
+                Error::KernelPrecondition {
+                    kernel: "dynamic_reverse",
+                    precondition: "dynamic_shared >= 4 * n".into(),
+                    values: format!("dynamic_shared = {smem}, n = {n}"),
+                },
+            );
+        }
+        let accepted = [
+            (64, 256),
+            (64, 100_000),
+            (0, 0),
+            (-1, 0),
+            (i32::MIN, 0),
+            (1, 4),
+        ];
+        for (n, smem) in accepted {
+            for block in [(1, 1, 1), (7, 3, 2), (1024, 1, 1), (64, 1, 1)] {
+                check(&cfg((9, 1, 1), block, smem), n).unwrap();
+            }
+        }
+    }
+
+    /// The audit of every kernel, kept: each kernel's declared preconditions. A kernel added to
+    /// `kernels/*.cu` fails this test until it is audited for every launch shape and listed.
+    #[test]
+    fn every_kernel_is_audited_and_declares_its_preconditions() {
+        const BLOCK_32X8: &[&str] = &["block = (32, 8, 1)"];
+        let expected: &[(&str, &[&str])] = &[
+            ("poly_eval", &[]),
+            ("scale_through_pointer", &[]), // unsafe
+            ("write_address", &[]),         // unsafe
+            ("trap_kernel", &[]),           // unsafe
+            ("empty", &[]),
+            ("four_args", &[]),
+            ("scale_rows", &[]),
+            ("static_reverse", &[]),
+            ("dynamic_reverse", &["dynamic_shared >= 4 * n"]),
+            ("spin", &[]),
+            ("spin_read_sum", &[]),
+            ("write_index", &[]),
+            ("copy", BLOCK_32X8),
+            ("copy_shared_mem", BLOCK_32X8),
+            ("transpose_naive", BLOCK_32X8),
+            ("transpose_coalesced", BLOCK_32X8),
+            ("transpose_no_bank_conflicts", BLOCK_32X8),
+            ("vadd", &[]),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("cu") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).unwrap();
+            for k in crate::kernel_sig::parse_kernels(&src).unwrap() {
+                let declared: Vec<String> = k.preconditions.iter().map(|r| r.to_string()).collect();
+                let want = expected
+                    .iter()
+                    .find(|(n, _)| *n == k.name)
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "kernel {} ({}) is not audited: check it for every launch shape, \
+                             then list it here",
+                            k.name,
+                            path.display()
+                        )
+                    })
+                    .1;
+                assert_eq!(declared, want, "kernel {}", k.name);
+                seen.push(k.name);
+            }
+        }
+        for (n, _) in expected {
+            assert!(seen.iter().any(|s| s == n), "kernel {n} no longer exists");
+        }
+    }
+
+    #[test]
+    fn checks_compare_the_launch_not_its_volume() {
+        // 256 threads in another shape than 32x8 are refused: the tiles index by position.
+        let c = LaunchConfig {
+            grid: Dim3::new(1, 1, 1),
+            block: Dim3::new(16, 16, 1),
+            shared_mem_bytes: 0,
+        };
+        assert!(transpose::transpose_coalesced_preconditions(&c).is_err());
+    }
+}

@@ -4,7 +4,8 @@ use std::sync::OnceLock;
 
 use crate::context::DeviceState;
 use crate::driver::sys;
-use crate::error::{Error, Result};
+use crate::error::{record, Error, Result};
+use crate::kernel_sig::{LaunchShape, Rule};
 
 /// Three-dimensional sizes of grids and blocks (`dim3`). Missing dimensions are 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -179,6 +180,33 @@ pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> 
     Ok(())
 }
 
+/// Checks a launch against the preconditions declared with one of the crate's kernels (the
+/// generated `<kernel>_preconditions` functions call this first thing in each wrapper). `args`
+/// are the values of the parameters the rules name, in their argument order. A few integer
+/// compares per rule; allocates only to report a refusal, which is recorded as the thread's last
+/// error.
+#[inline]
+pub(crate) fn check_preconditions(
+    kernel: &'static str,
+    rules: &[Rule],
+    config: &LaunchConfig,
+    args: &[i128],
+) -> Result<()> {
+    let shape = LaunchShape {
+        grid: [config.grid.x, config.grid.y, config.grid.z],
+        block: [config.block.x, config.block.y, config.block.z],
+        dynamic_shared: config.shared_mem_bytes,
+    };
+    match rules.iter().find(|r| !r.holds(&shape, args)) {
+        None => Ok(()),
+        Some(r) => record(Err(Error::KernelPrecondition {
+            kernel,
+            precondition: r.to_string(),
+            values: r.values(&shape, args),
+        })),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +261,48 @@ mod tests {
             let msg = e.to_string();
             assert!(msg.contains(&value.to_string()) && msg.contains(&limit.to_string()));
         }
+    }
+
+    #[test]
+    fn precondition_refusals_name_kernel_rule_and_values_and_are_recorded() {
+        use crate::kernel_sig::{Cmp, Operand, Term};
+        let rules = [
+            Rule::Block([32, 8, 1]),
+            Rule::Compare(
+                Term {
+                    coeff: 1,
+                    operand: Operand::DynamicShared,
+                },
+                Cmp::Ge,
+                Term {
+                    coeff: 4,
+                    operand: Operand::Param("n".into(), 0),
+                },
+            ),
+        ];
+        crate::error::get_last_error();
+        let ok = cfg((100, 7, 3), (32, 8, 1), 256);
+        check_preconditions("k", &rules, &ok, &[64]).unwrap();
+        assert_eq!(crate::error::peek_at_last_error(), None);
+        let e =
+            check_preconditions("k", &rules, &cfg((1, 1, 1), (32, 32, 1), 256), &[64]).unwrap_err();
+        assert_eq!(
+            e,
+            Error::KernelPrecondition {
+                kernel: "k",
+                precondition: "block = (32, 8, 1)".into(),
+                values: "block = (32, 32, 1)".into(),
+            }
+        );
+        assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
+        assert_eq!(crate::error::get_last_error(), Some(e));
+        let e =
+            check_preconditions("k", &rules, &cfg((1, 1, 1), (32, 8, 1), 255), &[64]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel k requires dynamic_shared >= 4 * n, but the launch has dynamic_shared = 255, n = 64"
+        );
+        assert_eq!(crate::error::get_last_error(), Some(e));
     }
 
     #[test]

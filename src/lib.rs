@@ -22,7 +22,9 @@
 //! or lent out mutably; see [`memory`] for how device buffers are freed in stream order and how
 //! host memory is protected during copies. The crate's own kernels ([`kernels`]) are launched
 //! through safe, typed wrappers generated from their signatures; every pointer parameter comes
-//! with its length, filled from the buffer, and the kernels bound their accesses by it. User
+//! with its length, filled from the buffer, and the kernels bound their accesses by it; what else
+//! a kernel needs of its launch (a block shape, dynamic shared memory) is declared with it and
+//! checked by the wrapper before launching ([`kernels`]). User
 //! kernels are launched with the `unsafe` [`Function::launch`], which still checks the argument
 //! count and sizes. Host functions take `FnOnce() + Send + 'static` closures whose panics are
 //! caught. `Drop` never panics; errors met there are kept with the device

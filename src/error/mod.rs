@@ -163,6 +163,21 @@ pub enum Error {
         /// What does not match.
         detail: String,
     },
+    /// A launch of one of the crate's kernels that breaks a precondition declared with the
+    /// kernel in its source (`// cuda-runtime: block = ...` or `require ...`, see
+    /// [`crate::kernels`]); refused before anything is launched or borrowed
+    /// (`cudaErrorInvalidValue`).
+    #[error("kernel {kernel} requires {precondition}, but the launch has {values}")]
+    KernelPrecondition {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The precondition as declared, normalised (e.g. `"block = (32, 8, 1)"`,
+        /// `"dynamic_shared >= 4 * n"`).
+        precondition: String,
+        /// The values it was checked with (e.g. `"block = (32, 32, 1)"`,
+        /// `"dynamic_shared = 0, n = 64"`).
+        values: String,
+    },
     /// A symbol whose size does not match the host type (`cudaErrorInvalidValue`).
     #[error("symbol {name} is {symbol_size} bytes, but the host type is {host_size} bytes")]
     SymbolSize {
@@ -294,6 +309,7 @@ impl Error {
             | Error::LengthMismatch { .. }
             | Error::OutOfRange { .. }
             | Error::KernelArguments { .. }
+            | Error::KernelPrecondition { .. }
             | Error::SymbolSize { .. } => ErrorCode::InvalidValue,
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle

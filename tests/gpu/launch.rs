@@ -4,8 +4,8 @@
 
 use crate::common::{assert_close, assert_same, check_against_cpu, random_f32, random_u32, rng};
 use cuda_runtime::{
-    get_last_error, kernels, Device, DeviceBuffer, Error, ErrorCode, KernelArg, LaunchConfig,
-    Module, Stream, StreamFlags,
+    get_last_error, kernels, Device, DeviceBuffer, DeviceView, DeviceViewMut, Error, ErrorCode,
+    KernelArg, LaunchConfig, Module, Stream, StreamFlags,
 };
 
 crate::tests![
@@ -21,10 +21,23 @@ crate::tests![
     async_buffer_used_on_another_stream_waits_for_its_allocation,
     threads_launch_concurrently,
     sticky_error_in_a_child_process,
+    transpose_hostile_shapes_in_a_child_process,
+    shared_reverse_hostile_shapes_in_a_child_process,
+    scale_rows_hostile_shapes_in_a_child_process,
+    other_kernels_hostile_shapes_in_a_child_process,
 ];
 
 /// Tests that run in a process of their own (see `main.rs`).
-pub const CHILDREN: &[(&str, fn())] = &[("sticky_error", sticky_error)];
+pub const CHILDREN: &[(&str, fn())] = &[
+    ("sticky_error", sticky_error),
+    ("transpose_hostile_shapes", transpose_hostile_shapes),
+    (
+        "shared_reverse_hostile_shapes",
+        shared_reverse_hostile_shapes,
+    ),
+    ("scale_rows_hostile_shapes", scale_rows_hostile_shapes),
+    ("other_kernels_hostile_shapes", other_kernels_hostile_shapes),
+];
 
 fn sticky_error_in_a_child_process() {
     let out = crate::common::run_in_child("sticky_error");
@@ -521,4 +534,563 @@ fn sticky_error() {
         Err(e) => eprintln!("after reset: {e}"),
     }
     println!("sticky checks passed");
+}
+
+// Hostile launch shapes. A safe launch of one of the crate's kernels, with any shape and any
+// arguments the wrapper accepts, must either be refused with `Error::KernelPrecondition` (the
+// preconditions declared in `kernels/*.cu`) or give the CPU reference's result, never fault.
+// Outputs are views into larger buffers of random sentinels, so a write outside a view is caught
+// even where it would not fault. Each area runs in a child process, so that a fault fails that
+// test alone instead of making the device unusable for the rest of the suite.
+
+/// Block shapes a wrapper's validation accepts (all within 1024 threads).
+const HOSTILE_BLOCKS: [(u32, u32, u32); 9] = [
+    (1, 1, 1),
+    (7, 3, 2),
+    (1024, 1, 1),
+    (32, 32, 1),
+    (32, 8, 1),
+    (1, 1, 64),
+    (16, 16, 4),
+    (2, 512, 1),
+    (8, 32, 1),
+];
+
+/// Guard elements on each side of every view.
+const PAD: usize = 64;
+
+fn transpose_hostile_shapes_in_a_child_process() {
+    let out = crate::common::run_in_child("transpose_hostile_shapes");
+    assert!(out.contains("transpose shapes passed"), "{out}");
+}
+
+fn shared_reverse_hostile_shapes_in_a_child_process() {
+    let out = crate::common::run_in_child("shared_reverse_hostile_shapes");
+    assert!(out.contains("shared_reverse shapes passed"), "{out}");
+}
+
+fn scale_rows_hostile_shapes_in_a_child_process() {
+    let out = crate::common::run_in_child("scale_rows_hostile_shapes");
+    assert!(out.contains("scale_rows shapes passed"), "{out}");
+}
+
+fn other_kernels_hostile_shapes_in_a_child_process() {
+    let out = crate::common::run_in_child("other_kernels_hostile_shapes");
+    assert!(out.contains("other kernel shapes passed"), "{out}");
+}
+
+/// Asserts that a launch was refused by the precondition check of `kernel`, and that the refusal
+/// is the thread's last error.
+fn expect_refused(r: cuda_runtime::Result<()>, kernel: &str, what: &str) {
+    match &r {
+        Err(Error::KernelPrecondition { kernel: k, .. }) if *k == kernel => {}
+        other => panic!("{what}: expected a precondition error of {kernel}, got {other:?}"),
+    }
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    assert_eq!(get_last_error(), Some(e), "{what}");
+}
+
+/// The device is still usable: no launch faulted.
+fn assert_device_healthy(s: &Stream) {
+    s.synchronize().unwrap();
+    let b = DeviceBuffer::from_slice(&[1u32, 2, 3]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [1, 2, 3]);
+}
+
+fn random_i32(r: &mut fastrand::Rng, n: usize) -> Vec<i32> {
+    (0..n).map(|_| r.i32(..)).collect()
+}
+
+/// `n` random integer-valued floats in [-1000, 1000]: sums and products by small powers of two
+/// are exact, so GPU and CPU agree bit for bit whatever the operation order or contraction.
+fn random_whole_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| r.i32(-1000..=1000) as f32).collect()
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Width, height, grid, input length, output length.
+type TransposeCase = (i32, i32, (u32, u32, u32), usize, usize);
+
+type TransposeFn = for<'a, 'b> fn(
+    &Stream,
+    &LaunchConfig,
+    &mut DeviceViewMut<'a, f32>,
+    &DeviceView<'b, f32>,
+    i32,
+    i32,
+) -> cuda_runtime::Result<()>;
+
+/// What the transpose kernels compute: for each element (x, y) of the width x height matrix that
+/// the grid's 32x32 tiles cover, out[o] = in[i] with i = y * width + x and o = i (copies) or
+/// x * height + y (transposes), where both are inside their buffers.
+fn transpose_reference(
+    transposed: bool,
+    input: &[f32],
+    out: &mut [f32],
+    w: i32,
+    h: i32,
+    grid: (u32, u32, u32),
+) {
+    if w <= 0 || h <= 0 {
+        return;
+    }
+    let (w, h) = (w as u64, h as u64);
+    for y in 0..h.min(grid.1 as u64 * 32) {
+        for x in 0..w.min(grid.0 as u64 * 32) {
+            let i = y * w + x;
+            let o = if transposed { x * h + y } else { i };
+            if (i as usize) < input.len() && (o as usize) < out.len() {
+                out[o as usize] = input[i as usize];
+            }
+        }
+    }
+}
+
+fn transpose_hostile_shapes() {
+    use kernels::transpose as t;
+    let kinds: [(&str, TransposeFn, bool); 5] = [
+        ("copy", |s, c, o, i, w, h| t::copy(s, c, o, i, w, h), false),
+        (
+            "copy_shared_mem",
+            |s, c, o, i, w, h| t::copy_shared_mem(s, c, o, i, w, h),
+            false,
+        ),
+        (
+            "transpose_naive",
+            |s, c, o, i, w, h| t::transpose_naive(s, c, o, i, w, h),
+            true,
+        ),
+        (
+            "transpose_coalesced",
+            |s, c, o, i, w, h| t::transpose_coalesced(s, c, o, i, w, h),
+            true,
+        ),
+        (
+            "transpose_no_bank_conflicts",
+            |s, c, o, i, w, h| t::transpose_no_bank_conflicts(s, c, o, i, w, h),
+            true,
+        ),
+    ];
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let (w0, h0) = (r.i32(1..150), r.i32(1..150));
+    let n0 = (w0 * h0) as usize;
+    let (gx, gy) = ((w0 as u32).div_ceil(32), (h0 as u32).div_ceil(32));
+    let cases: Vec<TransposeCase> = vec![
+        (w0, h0, (gx, gy, 1), n0, n0),
+        (w0, h0, (gx + 3, gy + 2, 2), n0, n0),
+        (w0, h0, (gx, gy, 1), n0 - r.usize(1..=n0), n0),
+        (w0, h0, (gx, gy, 1), n0, n0 - r.usize(1..=n0)),
+        (w0, h0, (gx, gy, 1), 0, n0),
+        (w0, h0, (gx, gy, 1), n0, 0),
+        (w0, h0, (gx, gy, 1), n0 + 100, n0 + 77),
+        (w0, h0, (1, 1, 1), n0, n0),
+        (-w0, h0, (gx, gy, 1), n0, n0),
+        (w0, 0, (gx, gy, 1), n0, n0),
+        (i32::MIN, i32::MIN, (2, 2, 1), n0, n0),
+        (i32::MAX, 3, (2, 1, 1), n0, n0),
+        (5, i32::MAX, (1, 3, 1), n0, n0),
+        // blockIdx.x * 32 wraps in 32 bits past block 2^27: those blocks redo tiles 0 and 1.
+        (40, 40, ((1 << 27) + 2, 2, 1), 1600, 1600),
+    ];
+    for (name, launch, transposed) in kinds {
+        for &(w, h, grid, in_len, out_len) in &cases {
+            let what = format!("{name} {w}x{h}, grid {grid:?}, lengths {in_len} and {out_len}");
+            let input = random_f32(&mut r, in_len + 2 * PAD);
+            let sentinel = random_f32(&mut r, out_len + 2 * PAD);
+            let din = DeviceBuffer::from_slice(&input).unwrap();
+            let mut dout = DeviceBuffer::from_slice(&sentinel).unwrap();
+            {
+                let iv = din.slice(PAD..PAD + in_len).unwrap();
+                let mut ov = dout.slice_mut(PAD..PAD + out_len).unwrap();
+                let cfg = LaunchConfig::new(grid, (32u32, 8u32, 1u32));
+                launch(&s, &cfg, &mut ov, &iv, w, h).unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            s.synchronize().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut want = sentinel.clone();
+            transpose_reference(
+                transposed,
+                &input[PAD..PAD + in_len],
+                &mut want[PAD..PAD + out_len],
+                w,
+                h,
+                grid,
+            );
+            assert_same(&what, &bits(&dout.to_vec().unwrap()), &bits(&want));
+        }
+        // Every other block shape is refused before anything runs.
+        let input = random_f32(&mut r, n0);
+        let sentinel = random_f32(&mut r, n0);
+        let din = DeviceBuffer::from_slice(&input).unwrap();
+        let mut dout = DeviceBuffer::from_slice(&sentinel).unwrap();
+        for block in HOSTILE_BLOCKS.into_iter().filter(|&b| b != (32, 8, 1)) {
+            let what = format!("{name} with block {block:?}");
+            let cfg = LaunchConfig::new((gx, gy, 1u32), block);
+            let iv = din.slice(..).unwrap();
+            let mut ov = dout.slice_mut(..).unwrap();
+            expect_refused(launch(&s, &cfg, &mut ov, &iv, w0, h0), name, &what);
+        }
+        s.synchronize().unwrap();
+        assert_same(
+            &format!("{name}: refused launches wrote nothing"),
+            &bits(&dout.to_vec().unwrap()),
+            &bits(&sentinel),
+        );
+    }
+    assert_device_healthy(&s);
+    println!("transpose shapes passed");
+}
+
+/// What the reversal kernels compute: the first min(n, block.x, len, cap) elements reversed.
+fn reverse_reference(d: &mut [i32], n: i32, block_x: u32, cap: usize) {
+    let m = (n.max(0) as usize)
+        .min(block_x as usize)
+        .min(d.len())
+        .min(cap);
+    d[..m].reverse();
+}
+
+fn shared_reverse_hostile_shapes() {
+    use kernels::shared_reverse as sr;
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let lens = [0usize, 1, 50, 64, 65, 2000];
+    let grids = [(1u32, 1u32, 1u32), (5, 3, 2)];
+    let ns = [0, -5, i32::MIN, 1, 63, 64, 65, 100, 1000, 4096, i32::MAX];
+    let mut buf = DeviceBuffer::<i32>::new(2000 + 2 * PAD).unwrap();
+    // Runs one launch on a fresh random buffer; returns the result, the buffer's contents
+    // before and after.
+    let mut run = |len: usize,
+                   f: &dyn Fn(&mut DeviceViewMut<'_, i32>) -> cuda_runtime::Result<()>|
+     -> (cuda_runtime::Result<()>, Vec<i32>, Vec<i32>) {
+        let host = random_i32(&mut r, 2000 + 2 * PAD);
+        buf.copy_from_host(&host).unwrap();
+        let res = {
+            let mut v = buf.slice_mut(PAD..PAD + len).unwrap();
+            f(&mut v)
+        };
+        s.synchronize().unwrap();
+        (res, host, buf.to_vec().unwrap())
+    };
+    for len in lens {
+        for block in HOSTILE_BLOCKS {
+            for grid in grids {
+                for n in ns {
+                    // Static shared memory: always accepted.
+                    let what =
+                        format!("static_reverse len {len} block {block:?} grid {grid:?} n {n}");
+                    let cfg = LaunchConfig::new(grid, block);
+                    let (res, host, got) = run(len, &|v| sr::static_reverse(&s, &cfg, v, n));
+                    res.unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let mut want = host.clone();
+                    reverse_reference(&mut want[PAD..PAD + len], n, block.0, 64);
+                    assert_same(&what, &got, &want);
+                    // Dynamic shared memory: accepted with at least 4 * n bytes.
+                    let need = 4 * n as i64;
+                    let smems = [0, need - 1, need, need + 100, 48 * 1024];
+                    for smem in smems.into_iter().filter(|&b| (0..=48 * 1024).contains(&b)) {
+                        let what = format!(
+                            "dynamic_reverse len {len} block {block:?} grid {grid:?} n {n} shared {smem}"
+                        );
+                        let cfg = LaunchConfig::new(grid, block).with_shared_mem(smem as u32);
+                        let (res, host, got) = run(len, &|v| sr::dynamic_reverse(&s, &cfg, v, n));
+                        let mut want = host.clone();
+                        if smem < need {
+                            expect_refused(res, "dynamic_reverse", &what);
+                        } else {
+                            res.unwrap_or_else(|e| panic!("{what}: {e}"));
+                            reverse_reference(&mut want[PAD..PAD + len], n, block.0, usize::MAX);
+                        }
+                        assert_same(&what, &got, &want);
+                    }
+                }
+            }
+        }
+    }
+    assert_device_healthy(&s);
+    println!("shared_reverse shapes passed");
+}
+
+/// What `scale_rows` computes: img[y * pitch + x] = img[..] * factor + y for each (x, y) of the
+/// width x height image the launch covers, with x < pitch, no wrap of the row offset past 2^64,
+/// and the index inside the buffer.
+fn scale_rows_reference(
+    img: &mut [f32],
+    pitch: usize,
+    w: i32,
+    h: i32,
+    factor: f32,
+    cover: (u64, u64),
+) {
+    if w <= 0 || h <= 0 {
+        return;
+    }
+    for y in 0..(h as u64).min(cover.1) {
+        for x in 0..(w as u64).min(cover.0) {
+            if x >= pitch as u64 || (y as u128 + 1) * pitch as u128 >= 1u128 << 64 {
+                continue;
+            }
+            let i = (y * pitch as u64 + x) as usize;
+            if i < img.len() {
+                img[i] = img[i] * factor + y as f32;
+            }
+        }
+    }
+}
+
+fn scale_rows_hostile_shapes() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let (w0, h0) = (r.i32(1..100), r.i32(1..60));
+    let pitch0 = w0 as usize + r.usize(0..8);
+    let full = pitch0 * h0 as usize;
+    // (width, height, pitch in elements, buffer length)
+    let cases: [(i32, i32, usize, usize); 12] = [
+        (w0, h0, pitch0, full),
+        (w0, h0, pitch0, full - r.usize(1..=full)),
+        (w0, h0, pitch0, 0),
+        (w0, h0, pitch0, full + 50),
+        (w0, h0, (w0 / 2) as usize, full),
+        (w0, h0, 0, full),
+        (w0, h0, 1 << 63, full),
+        (w0, h0, usize::MAX / 3 + 1, full),
+        (w0, h0, usize::MAX, full),
+        (-w0, h0, pitch0, full),
+        (w0, i32::MIN, pitch0, full),
+        (i32::MAX, 2, pitch0, full),
+    ];
+    let factors = [2.0f32, -0.5, 4.0];
+    for (w, h, pitch, len) in cases {
+        for block in HOSTILE_BLOCKS {
+            for z in [1u32, 3] {
+                let grid = (
+                    (w0 as u32).div_ceil(block.0) + 1,
+                    (h0 as u32).div_ceil(block.1) + 1,
+                    z,
+                );
+                let factor = factors[r.usize(..factors.len())];
+                let what = format!(
+                    "scale_rows {w}x{h} pitch {pitch} len {len} block {block:?} grid {grid:?}"
+                );
+                let host = random_whole_f32(&mut r, len + 2 * PAD);
+                let mut img = DeviceBuffer::from_slice(&host).unwrap();
+                {
+                    let mut v = img.slice_mut(PAD..PAD + len).unwrap();
+                    kernels::pitched::scale_rows(
+                        &s,
+                        &LaunchConfig::new(grid, block),
+                        &mut v,
+                        pitch,
+                        w,
+                        h,
+                        factor,
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
+                s.synchronize().unwrap_or_else(|e| panic!("{what}: {e}"));
+                let mut want = host.clone();
+                let cover = (
+                    grid.0 as u64 * block.0 as u64,
+                    grid.1 as u64 * block.1 as u64,
+                );
+                scale_rows_reference(&mut want[PAD..PAD + len], pitch, w, h, factor, cover);
+                assert_same(&what, &bits(&img.to_vec().unwrap()), &bits(&want));
+            }
+        }
+    }
+    assert_device_healthy(&s);
+    println!("scale_rows shapes passed");
+}
+
+/// The grid-stride and one-thread kernels need no precondition: any shape gives the result.
+fn other_kernels_hostile_shapes() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let grids = [(1u32, 1u32, 1u32), (3, 2, 2), (1000, 1, 1)];
+    for block in HOSTILE_BLOCKS {
+        for grid in grids {
+            let cfg = LaunchConfig::new(grid, block);
+            let shape = format!("block {block:?} grid {grid:?}");
+            kernels::params::empty(&s, &cfg).unwrap();
+
+            // write_index: out[i] = i * 2654435761 below the view's length.
+            for len in [0usize, 1, 5000] {
+                let sentinel = random_u32(&mut r, len + 2 * PAD);
+                let mut d = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::spin::write_index(&s, &cfg, &mut d.slice_mut(PAD..PAD + len).unwrap())
+                    .unwrap();
+                s.synchronize().unwrap();
+                let mut want = sentinel.clone();
+                for i in 0..len {
+                    want[PAD + i] = (i as u32).wrapping_mul(2654435761);
+                }
+                assert_same(
+                    &format!("write_index {shape} len {len}"),
+                    &d.to_vec().unwrap(),
+                    &want,
+                );
+            }
+
+            // vadd: below the shortest of three mismatched lengths.
+            for (la, lb, lc) in [
+                (100usize, 50usize, 80usize),
+                (0, 10, 10),
+                (10, 10, 0),
+                (3000, 3000, 3000),
+            ] {
+                let (a, b) = (random_whole_f32(&mut r, la), random_whole_f32(&mut r, lb));
+                let sentinel = random_f32(&mut r, lc + 2 * PAD);
+                let (da, db) = (
+                    DeviceBuffer::from_slice(&a).unwrap(),
+                    DeviceBuffer::from_slice(&b).unwrap(),
+                );
+                let mut dc = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::vector_add::vadd(
+                    &s,
+                    &cfg,
+                    &da,
+                    &db,
+                    &mut dc.slice_mut(PAD..PAD + lc).unwrap(),
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let mut want = sentinel.clone();
+                for i in 0..la.min(lb).min(lc) {
+                    want[PAD + i] = a[i] + b[i];
+                }
+                assert_same(
+                    &format!("vadd {shape} lengths {la} {lb} {lc}"),
+                    &bits(&dc.to_vec().unwrap()),
+                    &bits(&want),
+                );
+            }
+
+            // four_args: out[0] only, and only if there is one.
+            for len in [0usize, 1, 3] {
+                let (a, b, c) = (r.i32(-1000..1000), r.f32() * 100.0, r.f64() * 100.0);
+                let sentinel = random_f32(&mut r, len + 2 * PAD);
+                let mut d = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::params::four_args(
+                    &s,
+                    &cfg,
+                    &mut d.slice_mut(PAD..PAD + len).unwrap(),
+                    a,
+                    b,
+                    c,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let mut want = sentinel.clone();
+                if len > 0 {
+                    want[PAD] = ((a as f32 + b) as f64 + c) as f32;
+                }
+                assert_same(
+                    &format!("four_args {shape} len {len}"),
+                    &bits(&d.to_vec().unwrap()),
+                    &bits(&want),
+                );
+            }
+
+            // spin: one thread stamps slot `slot` if it is inside the buffer.
+            for slot in [1, 3, -1, 4, i32::MAX, i32::MIN] {
+                let sentinel: Vec<u64> = (0..8 + 2 * PAD).map(|_| r.u64(..)).collect();
+                let mut d = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::spin::spin(
+                    &s,
+                    &cfg,
+                    &mut d.slice_mut(PAD..PAD + 8).unwrap(),
+                    2_000,
+                    slot,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let got = d.to_vec().unwrap();
+                let what = format!("spin {shape} slot {slot}");
+                let mut want = sentinel.clone();
+                if (0..4).contains(&slot) {
+                    let i = PAD + 2 * slot as usize;
+                    let (start, end) = (got[i], got[i + 1]);
+                    assert!(end >= start + 2_000, "{what}: stamps {start} {end}");
+                    want[i] = start;
+                    want[i + 1] = end;
+                }
+                assert_same(&what, &got, &want);
+            }
+
+            // spin_read_sum: one thread sums the source in order into out[0].
+            for (ls, lo) in [(0usize, 1usize), (1, 1), (1000, 4), (1000, 0)] {
+                let src = random_whole_f32(&mut r, ls);
+                let sentinel = random_f32(&mut r, lo + 2 * PAD);
+                let dsrc = DeviceBuffer::from_slice(&src).unwrap();
+                let mut d = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::spin::spin_read_sum(
+                    &s,
+                    &cfg,
+                    &dsrc,
+                    &mut d.slice_mut(PAD..PAD + lo).unwrap(),
+                    0,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let mut want = sentinel.clone();
+                if lo > 0 {
+                    want[PAD] = src.iter().fold(0.0f32, |acc, &x| acc + x);
+                }
+                assert_same(
+                    &format!("spin_read_sum {shape} lengths {ls} {lo}"),
+                    &bits(&d.to_vec().unwrap()),
+                    &bits(&want),
+                );
+            }
+        }
+    }
+
+    // poly_eval: the degree is clamped to 0..=15; below the shorter length.
+    let table = kernels::constant_memory::MODULE
+        .global::<[f32; 16]>("coeffs")
+        .unwrap();
+    let mut c = [0f32; 16];
+    for x in c.iter_mut() {
+        *x = r.f32() - 0.5;
+    }
+    table.copy_from_host(&c).unwrap();
+    for block in [(1u32, 1u32, 1u32), (7, 3, 2), (1024, 1, 1)] {
+        for degree in [-5, 0, 3, 15, 100, i32::MIN, i32::MAX] {
+            for (lx, ly) in [(100usize, 60usize), (0, 5), (500, 500), (7, 0)] {
+                let x: Vec<f32> = (0..lx).map(|_| r.f32() * 2.0 - 1.0).collect();
+                let sentinel = random_f32(&mut r, ly + 2 * PAD);
+                let dx = DeviceBuffer::from_slice(&x).unwrap();
+                let mut dy = DeviceBuffer::from_slice(&sentinel).unwrap();
+                kernels::constant_memory::poly_eval(
+                    &s,
+                    &LaunchConfig::new((2u32, 2u32, 1u32), block),
+                    &dx,
+                    &mut dy.slice_mut(PAD..PAD + ly).unwrap(),
+                    degree,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let d = degree.clamp(0, 15) as usize;
+                let mut want = sentinel.clone();
+                for i in 0..lx.min(ly) {
+                    want[PAD + i] = c[..=d]
+                        .iter()
+                        .rev()
+                        .fold(0f32, |acc, &k| acc.mul_add(x[i], k));
+                }
+                assert_close(
+                    &format!("poly_eval block {block:?} degree {degree} lengths {lx} {ly}"),
+                    &dy.to_vec().unwrap(),
+                    &want,
+                    1e-5,
+                );
+            }
+        }
+    }
+    assert_device_healthy(&s);
+    println!("other kernel shapes passed");
 }
