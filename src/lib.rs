@@ -26,9 +26,11 @@
 //! a kernel needs of its launch (a block shape, dynamic shared memory) is declared with it and
 //! checked by the wrapper before launching ([`kernels`]). User
 //! kernels are launched with the `unsafe` [`Function::launch`], which still checks the argument
-//! count and sizes. Host functions take `FnOnce() + Send + 'static` closures whose panics are
-//! caught. `Drop` never panics; errors met there are kept with the device
-//! ([`Device::take_deferred_errors`]).
+//! count and sizes. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
+//! inside them that cannot all be checked (their headers are). Host functions take
+//! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met
+//! there are kept with the device ([`Device::take_deferred_errors`]).
 //!
 //! Every public type is `Send` and `Sync` where the runtime allows sharing it (asserted at
 //! compile time below).
@@ -79,7 +81,8 @@ pub mod symbol;
 
 pub use launch::{Dim3, LaunchConfig};
 pub use module::{
-    EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, KernelArg, Module, ParamInfo,
+    classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,
+    KernelArg, Module, ParamInfo,
 };
 pub use symbol::Symbol;
 

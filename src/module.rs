@@ -20,9 +20,12 @@ use crate::stream::Stream;
 use crate::symbol::Symbol;
 use crate::{DeviceRead, DeviceRepr};
 
-/// Loads a module image (PTX with a NUL, cubin or fatbin) into the current context, with the
-/// JIT's error log in the error.
-fn load_image(a: &Active, image: &[u8]) -> Result<sys::CUmodule> {
+/// Loads a module image into the current context, with the JIT's error log in the error.
+///
+/// # Safety
+/// `image` is NUL-terminated PTX text (from [`ptx_text`]), or a well-formed cubin or fatbin:
+/// the driver is given no length and follows the sizes and offsets inside binaries unchecked.
+unsafe fn load_image(a: &Active, image: &[u8]) -> Result<sys::CUmodule> {
     let mut log = vec![0u8; 8192];
     let mut options = [
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -30,9 +33,8 @@ fn load_image(a: &Active, image: &[u8]) -> Result<sys::CUmodule> {
     ];
     let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
     let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: the context is current; `image` is a complete module image (PTX is NUL-terminated
-    // by the callers); the options point to a log buffer of the stated size that outlives the
-    // call.
+    // SAFETY: the context is current; the image stays in bounds for the driver (the caller's
+    // promise); the options point to a log buffer of the stated size that outlives the call.
     let r = driver::rc(unsafe {
         sys::cuModuleLoadDataEx(
             &mut module,
@@ -52,6 +54,279 @@ fn load_image(a: &Active, image: &[u8]) -> Result<sys::CUmodule> {
         driver: r,
         log,
     }))
+}
+
+/// What a module image is, told apart by its first bytes as the driver tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ImageKind {
+    /// PTX text: UTF-8 without a NUL byte, except one at the very end.
+    Ptx,
+    /// A cubin: an ELF file (`\x7fELF`), as `nvcc -cubin` writes.
+    Cubin,
+    /// A fat binary (first word `0xBA55ED50`, little-endian), as `nvcc -fatbin` writes.
+    Fatbin,
+}
+
+impl ImageKind {
+    /// `"PTX"`, `"cubin"` or `"fatbin"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageKind::Ptx => "PTX",
+            ImageKind::Cubin => "cubin",
+            ImageKind::Fatbin => "fatbin",
+        }
+    }
+}
+
+const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
+const FATBIN_MAGIC: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
+
+fn refuse(
+    origin: &str,
+    image: &[u8],
+    kind: Option<ImageKind>,
+    at: Option<u64>,
+    reason: &'static str,
+) -> Error {
+    Error::InvalidModuleImage {
+        origin: origin.to_string(),
+        len: image.len(),
+        kind,
+        at,
+        reason,
+    }
+}
+
+/// The binary kind the driver would take `image` for, by its magic number.
+fn binary_kind(image: &[u8]) -> Option<ImageKind> {
+    if image.starts_with(&ELF_MAGIC) {
+        Some(ImageKind::Cubin)
+    } else if image.starts_with(&FATBIN_MAGIC) {
+        Some(ImageKind::Fatbin)
+    } else {
+        None
+    }
+}
+
+/// `image` as PTX text the driver reads whole (it reads up to the first NUL): valid UTF-8, no
+/// NUL byte except one at the very end (dropped here), and no binary's magic number at the
+/// start (the driver would parse the bytes as a cubin or fatbin, following offsets in them).
+fn ptx_text<'a>(image: &'a [u8], origin: &str) -> Result<&'a str> {
+    if let Some(kind) = binary_kind(image) {
+        return Err(refuse(
+            origin,
+            image,
+            Some(kind),
+            None,
+            "a binary image: the driver follows sizes and offsets inside it that cannot all be checked; load it with the unsafe Module::from_image",
+        ));
+    }
+    // A binary format the driver knows and this crate does not would start with a control
+    // byte too (ELF does, with DEL): text does not.
+    let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    if image
+        .first()
+        .is_some_and(|&c| c.is_ascii_control() && !space(c))
+    {
+        return Err(refuse(
+            origin,
+            image,
+            None,
+            Some(0),
+            "starts with a control byte, as binaries do and PTX text does not",
+        ));
+    }
+    let body = image.strip_suffix(&[0]).unwrap_or(image);
+    let text = std::str::from_utf8(body).map_err(|e| {
+        refuse(
+            origin,
+            image,
+            None,
+            Some(e.valid_up_to() as u64),
+            "neither PTX text (UTF-8), a cubin (ELF) nor a fatbin",
+        )
+    })?;
+    if let Some(nul) = body.iter().position(|&b| b == 0) {
+        return Err(refuse(
+            origin,
+            image,
+            Some(ImageKind::Ptx),
+            Some(nul as u64),
+            "a NUL byte inside PTX text: the driver would stop reading there",
+        ));
+    }
+    if text.trim().is_empty() {
+        return Err(refuse(
+            origin,
+            image,
+            Some(ImageKind::Ptx),
+            None,
+            "empty PTX text",
+        ));
+    }
+    Ok(text)
+}
+
+/// [`ptx_text`], and a NUL-terminated copy of it for the driver.
+fn ptx_c_string<'a>(image: &'a [u8], origin: &str) -> Result<(&'a str, CString)> {
+    let text = ptx_text(image, origin)?;
+    // `ptx_text` refused every NUL inside the text.
+    let c = CString::new(text).map_err(|e| {
+        refuse(
+            origin,
+            image,
+            Some(ImageKind::Ptx),
+            Some(e.nul_position() as u64),
+            "a NUL byte inside PTX text: the driver would stop reading there",
+        )
+    })?;
+    Ok((text, c))
+}
+
+/// The `N` bytes at `at`, where they lie inside `b`.
+fn read_le<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
+    let at = usize::try_from(at).ok()?;
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+fn read_u16(b: &[u8], at: u64) -> Option<u64> {
+    read_le(b, at).map(|s| u16::from_le_bytes(s).into())
+}
+
+fn read_u32(b: &[u8], at: u64) -> Option<u64> {
+    read_le(b, at).map(|s| u32::from_le_bytes(s).into())
+}
+
+fn read_u64(b: &[u8], at: u64) -> Option<u64> {
+    read_le(b, at).map(u64::from_le_bytes)
+}
+
+/// Whether `count` entries of `size` bytes from `offset` lie inside `image`.
+fn inside(image: &[u8], offset: u64, count: u64, size: u64) -> bool {
+    count
+        .checked_mul(size)
+        .and_then(|n| offset.checked_add(n))
+        .is_some_and(|end| end <= image.len() as u64)
+}
+
+/// The ELF header's tables, and every section's and segment's contents, lie inside `image`
+/// (ELF64, little-endian, as every CUDA 13 cubin).
+fn check_elf(image: &[u8], origin: &str) -> Result<()> {
+    let bad = |at: Option<u64>, reason| refuse(origin, image, Some(ImageKind::Cubin), at, reason);
+    if image.len() < 64 {
+        return Err(bad(None, "shorter than an ELF64 header (64 bytes)"));
+    }
+    if image.get(4..6) != Some(&[2, 1]) {
+        return Err(bad(
+            Some(4),
+            "not a 64-bit little-endian ELF file, as cubins are",
+        ));
+    }
+    // A field that cannot be read reads as u64::MAX, which no check below lets through.
+    let u16_at = |at| read_u16(image, at).unwrap_or(u64::MAX);
+    let u32_at = |at| read_u32(image, at).unwrap_or(u64::MAX);
+    let u64_at = |at| read_u64(image, at).unwrap_or(u64::MAX);
+    let (phoff, shoff) = (u64_at(32), u64_at(40));
+    let (phentsize, phnum) = (u16_at(54), u16_at(56));
+    let (shentsize, mut shnum, shstrndx) = (u16_at(58), u16_at(60), u16_at(62));
+    // Offsets below are inside tables already checked to fit in the image: no overflow.
+    if phnum > 0 {
+        if phentsize < 56 || !inside(image, phoff, phnum, phentsize) {
+            return Err(bad(
+                Some(phoff),
+                "the program header table (e_phoff, e_phnum, e_phentsize) does not fit in the image",
+            ));
+        }
+        for p in (0..phnum).map(|i| phoff + i * phentsize) {
+            let (offset, filesz) = (u64_at(p + 8), u64_at(p + 32));
+            if !inside(image, offset, 1, filesz) {
+                return Err(bad(
+                    Some(offset),
+                    "a segment's contents (p_offset, p_filesz) end past the image",
+                ));
+            }
+        }
+    }
+    if shoff == 0 {
+        return match shnum {
+            0 => Ok(()),
+            _ => Err(bad(None, "sections without a section header table")),
+        };
+    }
+    if shentsize < 64 || !inside(image, shoff, 1, shentsize) {
+        return Err(bad(
+            Some(shoff),
+            "the section header table (e_shoff, e_shentsize) does not fit in the image",
+        ));
+    }
+    if shnum == 0 {
+        // Extended numbering: the count is section 0's sh_size.
+        shnum = u64_at(shoff + 32);
+    }
+    if !inside(image, shoff, shnum, shentsize) {
+        return Err(bad(
+            Some(shoff),
+            "the section header table (e_shoff, e_shnum, e_shentsize) does not fit in the image",
+        ));
+    }
+    // The table fits, so there are fewer sections than bytes in the image.
+    for s in (0..shnum).map(|i| shoff + i * shentsize) {
+        let (ty, offset, size) = (u32_at(s + 4), u64_at(s + 24), u64_at(s + 32));
+        // SHT_NULL and SHT_NOBITS sections take no bytes of the file.
+        if ty != 0 && ty != 8 && !inside(image, offset, 1, size) {
+            return Err(bad(
+                Some(offset),
+                "a section's contents (sh_offset, sh_size) end past the image",
+            ));
+        }
+    }
+    // SHN_XINDEX: the index is section 0's sh_link.
+    let strndx = match shstrndx {
+        0xffff => u32_at(shoff + 40),
+        i => i,
+    };
+    if shnum > 0 && strndx >= shnum {
+        return Err(bad(
+            None,
+            "the section name table index (e_shstrndx) is not a section",
+        ));
+    }
+    Ok(())
+}
+
+/// The fatbin header, and the entries' size it declares, lie inside `image`.
+fn check_fatbin(image: &[u8], origin: &str) -> Result<()> {
+    let bad = |at, reason| refuse(origin, image, Some(ImageKind::Fatbin), at, reason);
+    let (Some(header), Some(size)) = (read_u16(image, 6), read_u64(image, 8)) else {
+        return Err(bad(None, "shorter than a fatbin header (16 bytes)"));
+    };
+    if header < 16 || !inside(image, header, 1, size) {
+        return Err(bad(
+            Some(header),
+            "the fatbin's entries (headerSize, fatSize) end past the image",
+        ));
+    }
+    Ok(())
+}
+
+/// Tells what a module image is, and checks what can be checked without trusting it:
+/// PTX text must be UTF-8 with no NUL before its end (the driver reads up to the first NUL);
+/// a cubin's ELF header tables and every section's and segment's contents, and a fatbin's
+/// header and the entries' size it declares, must lie inside the slice.
+///
+/// A binary that passes is not thereby safe to load: the driver also follows symbol tables,
+/// relocations, notes and fatbin entries, which are not checked (see [`Module::from_image`]).
+///
+/// # Errors
+/// [`Error::InvalidModuleImage`], with the offset of the problem.
+pub fn classify_image(image: &[u8]) -> Result<ImageKind> {
+    const ORIGIN: &str = "module image";
+    match binary_kind(image) {
+        Some(ImageKind::Cubin) => check_elf(image, ORIGIN).map(|()| ImageKind::Cubin),
+        Some(_) => check_fatbin(image, ORIGIN).map(|()| ImageKind::Fatbin),
+        None => ptx_text(image, ORIGIN).map(|_| ImageKind::Ptx),
+    }
 }
 
 /// The PTX of one of the crate's kernel files, loaded on a device the first time one of its
@@ -94,12 +369,9 @@ impl EmbeddedModule {
         {
             return Ok(m.0);
         }
-        let ptx = CString::new(self.ptx).map_err(|_| Error::InvalidValue {
-            what: "embedded PTX",
-            value: self.name.to_string(),
-            reason: "contains a NUL byte",
-        })?;
-        let m = load_image(a, ptx.as_bytes_with_nul())?;
+        let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
+        // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
+        let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
         // Entries of earlier (reset) contexts of this device are dead.
         loaded.retain(|&(d, _, _)| d != dev);
         loaded.push((dev, generation, Raw(m)));
@@ -352,61 +624,106 @@ impl std::fmt::Debug for Module {
 impl Module {
     /// Loads PTX text on the current device (compiled by the driver's JIT).
     ///
+    /// The text is checked first: it must not hold a NUL byte (one at the very end is
+    /// allowed), since the driver reads up to the first NUL, nor start with a control byte
+    /// (a cubin starts with `\x7fELF`), since the driver would parse it as a binary. A NUL is
+    /// appended for the driver.
+    /// Each `.entry`'s parameter list is read from the text for [`Function::launch`]'s checks;
+    /// where the reader is not certain of it (preprocessor lines, unusual declarations), the
+    /// driver is asked instead.
+    ///
     /// # Errors
-    /// [`Error::ModuleLoad`] with the JIT's log for invalid PTX.
+    /// [`Error::InvalidModuleImage`] for text refused by those checks, [`Error::ModuleLoad`]
+    /// with the JIT's log for invalid PTX.
+    #[doc(alias = "cudaLibraryLoadData")]
+    #[doc(alias = "cuModuleLoadData")]
     pub fn from_ptx(ptx: &str) -> Result<Module> {
-        record((|| {
-            let c = CString::new(ptx).map_err(|_| Error::InvalidValue {
-                what: "PTX",
-                value: format!("{} bytes", ptx.len()),
-                reason: "contains a NUL byte",
-            })?;
-            Module::load(c.as_bytes_with_nul(), ptx)
+        record(Module::load_ptx(ptx.as_bytes(), "PTX text"))
+    }
+
+    /// Loads a module image on the current device: PTX text, a cubin or a fatbin
+    /// (`cuModuleLoadData`).
+    ///
+    /// PTX text is checked and loaded as by [`from_ptx`](Self::from_ptx), NUL-terminated here
+    /// when it is not. Binaries are checked as far as [`classify_image`] goes (the ELF or
+    /// fatbin header's tables and sizes lie inside `image`), which catches truncated and
+    /// corrupt files, but the driver follows much more inside a binary without a length:
+    /// symbol tables, relocations, notes, fatbin entries. Their functions' parameter lists come
+    /// from the driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModuleImage`] for bytes refused by those checks, [`Error::ModuleLoad`]
+    /// with the driver's code (and the JIT's log) for images it refuses.
+    ///
+    /// # Safety
+    /// Nothing is required of PTX text (prefer the safe [`from_ptx`](Self::from_ptx)). When
+    /// `image` is a cubin or a fatbin:
+    /// 1. it must be well formed, as NVIDIA's tools (`nvcc`, `ptxas`, `fatbinary`, `nvlink`)
+    ///    write them: every size, offset and index inside it (section and program headers,
+    ///    symbol tables, relocations, notes, fatbin entries and the images they hold) must
+    ///    stay inside `image`. The driver reads it with no length, and a malformed binary can
+    ///    make it read past the slice or crash the process.
+    #[doc(alias = "cudaLibraryLoadData")]
+    #[doc(alias = "cuModuleLoadData")]
+    pub unsafe fn from_image(image: &[u8]) -> Result<Module> {
+        record((|| match classify_image(image)? {
+            ImageKind::Ptx => Module::load_ptx(image, "module image"),
+            // SAFETY: a binary whose headers lie inside `image`; the rest is the caller's
+            // promise (1).
+            _ => unsafe { Module::load(image, Vec::new()) },
         })())
     }
 
-    /// Loads a module image: PTX (NUL-terminated), cubin or fatbin bytes.
-    pub fn from_image(image: &[u8]) -> Result<Module> {
-        record((|| {
-            // PTX must end in a NUL for the driver; cubins and fatbins carry their own length.
-            let is_elf = image.first() == Some(&0x7f);
-            let is_fatbin = image.starts_with(&[0x50, 0xed, 0x55, 0xba]);
-            if is_elf || is_fatbin {
-                return Module::load(image, "");
-            }
-            // PTX text: NUL-terminate it for the driver.
-            let text =
-                std::str::from_utf8(image.strip_suffix(&[0]).unwrap_or(image)).map_err(|_| {
-                    Error::InvalidValue {
-                        what: "module image",
-                        value: format!("{} bytes", image.len()),
-                        reason: "neither a cubin, a fatbin, nor UTF-8 PTX text",
-                    }
-                })?;
-            Module::from_ptx(text)
-        })())
-    }
-
-    /// Loads a module from a file of PTX, cubin or fatbin.
+    /// Loads a file of PTX text on the current device, as [`from_ptx`](Self::from_ptx).
+    ///
+    /// Cubin and fatbin files are refused: loading them is `unsafe` (the driver follows
+    /// offsets inside them that cannot all be checked). Read them and use
+    /// [`from_image`](Self::from_image): `unsafe { Module::from_image(&std::fs::read(path)?) }`.
+    /// There is deliberately no unchecked file loader: the bytes the caller vouches for are
+    /// then in view at the `unsafe` call, and the driver never reads a file that may have
+    /// changed since it was checked.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the file cannot be read, [`Error::InvalidModuleImage`]
+    /// (with `kind: Some(ImageKind::Cubin | ImageKind::Fatbin)` for binaries) for contents
+    /// refused by [`from_ptx`](Self::from_ptx)'s checks, [`Error::ModuleLoad`] with the JIT's
+    /// log for invalid PTX.
+    #[doc(alias = "cudaLibraryLoadFromFile")]
+    #[doc(alias = "cuModuleLoad")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Module> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::InvalidValue {
-            what: "module file",
-            value: path.display().to_string(),
-            reason: io_reason(&e),
-        });
-        Module::from_image(&record(bytes)?)
+        record((|| {
+            let bytes = std::fs::read(path).map_err(|e| Error::InvalidValue {
+                what: "module file",
+                value: path.display().to_string(),
+                reason: io_reason(&e),
+            })?;
+            Module::load_ptx(&bytes, &path.display().to_string())
+        })())
     }
 
-    fn load(image: &[u8], ptx: &str) -> Result<Module> {
+    /// Checks PTX text, reads its entries' parameter lists, and loads it NUL-terminated.
+    fn load_ptx(image: &[u8], origin: &str) -> Result<Module> {
+        let (text, c) = ptx_c_string(image, origin)?;
+        // A list the parser cannot read for certain is left out: `Function::new` then asks
+        // the driver. The driver has the last word on the text itself.
+        let entries = crate::kernel_sig::parse_ptx_entries(text).unwrap_or_default();
+        // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
+        unsafe { Module::load(c.as_bytes_with_nul(), entries) }
+    }
+
+    /// # Safety
+    /// As [`load_image`].
+    unsafe fn load(image: &[u8], ptx_entries: Vec<(String, Vec<usize>)>) -> Result<Module> {
         let a = context::enter_current()?;
-        let raw = load_image(&a, image)?;
+        // SAFETY: forwarded from the caller.
+        let raw = unsafe { load_image(&a, image) }?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 raw: Raw(raw),
                 device: a.dev.ordinal,
                 generation: a.generation(),
-                ptx_entries: crate::kernel_sig::parse_ptx_entries(ptx).unwrap_or_default(),
+                ptx_entries,
             }),
         })
     }
@@ -985,6 +1302,188 @@ pub(crate) fn best_block_size(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn put(b: &mut [u8], at: usize, v: &[u8]) {
+        b[at..at + v.len()].copy_from_slice(v);
+    }
+
+    /// A small well-formed ELF64 file shaped like a cubin: the header, 16 bytes of section
+    /// contents at 64, and a section header table at 80 (a null section and that one).
+    fn elf() -> Vec<u8> {
+        let mut b = vec![0u8; 208];
+        put(&mut b, 0, b"\x7fELF\x02\x01\x01\x33\x07");
+        put(&mut b, 16, &2u16.to_le_bytes()); // ET_EXEC
+        put(&mut b, 18, &190u16.to_le_bytes()); // EM_CUDA
+        put(&mut b, 20, &1u32.to_le_bytes());
+        put(&mut b, 40, &80u64.to_le_bytes()); // e_shoff
+        put(&mut b, 52, &64u16.to_le_bytes());
+        put(&mut b, 54, &56u16.to_le_bytes());
+        put(&mut b, 58, &64u16.to_le_bytes()); // e_shentsize
+        put(&mut b, 60, &2u16.to_le_bytes()); // e_shnum
+        put(&mut b, 62, &1u16.to_le_bytes()); // e_shstrndx
+        put(&mut b, 144 + 4, &1u32.to_le_bytes()); // SHT_PROGBITS
+        put(&mut b, 144 + 24, &64u64.to_le_bytes());
+        put(&mut b, 144 + 32, &16u64.to_le_bytes());
+        b
+    }
+
+    fn refused_at(r: Result<ImageKind>, kind: Option<ImageKind>, at: Option<u64>) {
+        match r {
+            Err(Error::InvalidModuleImage { kind: k, at: a, .. }) if k == kind && a == at => {}
+            other => panic!("expected a refusal of a {kind:?} at {at:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn elf_is_refused_on_the_safe_path_and_its_offsets_are_checked() {
+        let good = elf();
+        assert_eq!(classify_image(&good).unwrap(), ImageKind::Cubin);
+        // Every cubin, well formed or not, is refused by the safe loaders.
+        let e = ptx_text(&good, "k.cubin").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidModuleImage { origin, kind: Some(ImageKind::Cubin), .. } if origin == "k.cubin"),
+            "{e}"
+        );
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert!(e.to_string().contains("Module::from_image"), "{e}");
+        // The bytes that crashed the driver: a section header table far past the end.
+        let mut crafted = good.clone();
+        put(&mut crafted, 40, &0xffff_ffff_ffff_ff00u64.to_le_bytes());
+        refused_at(
+            ptx_text(&crafted, "x").map(|_| ImageKind::Ptx),
+            Some(ImageKind::Cubin),
+            None,
+        );
+        refused_at(
+            classify_image(&crafted),
+            Some(ImageKind::Cubin),
+            Some(0xffff_ffff_ffff_ff00),
+        );
+        // The same as text, which `from_ptx(&str)` could be given: no NUL, valid UTF-8.
+        let text = format!("\x7fELF\x02\x01{}", "A".repeat(64));
+        refused_at(
+            ptx_text(text.as_bytes(), "x").map(|_| ImageKind::Ptx),
+            Some(ImageKind::Cubin),
+            None,
+        );
+        refused_at(
+            classify_image(text.as_bytes()),
+            Some(ImageKind::Cubin),
+            Some(0x4141_4141_4141_4141),
+        );
+        // A count whose table size overflows, a section past the end, a bad name index.
+        let mut b = good.clone();
+        put(&mut b, 60, &0xffffu16.to_le_bytes());
+        put(&mut b, 58, &0xffffu16.to_le_bytes());
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), Some(80));
+        let mut b = good.clone();
+        put(&mut b, 144 + 32, &(u64::MAX - 10).to_le_bytes());
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), Some(64));
+        let mut b = good.clone();
+        put(&mut b, 144 + 4, &8u32.to_le_bytes()); // SHT_NOBITS: takes no bytes.
+        put(&mut b, 144 + 32, &u64::MAX.to_le_bytes());
+        assert_eq!(classify_image(&b).unwrap(), ImageKind::Cubin);
+        let mut b = good.clone();
+        put(&mut b, 62, &2u16.to_le_bytes());
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), None);
+        // Extended numbering: the count in section 0, here far too many.
+        let mut b = good.clone();
+        put(&mut b, 60, &0u16.to_le_bytes());
+        put(&mut b, 80 + 32, &2u64.to_le_bytes());
+        assert_eq!(classify_image(&b).unwrap(), ImageKind::Cubin);
+        put(&mut b, 80 + 32, &(1u64 << 58).to_le_bytes());
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), Some(80));
+        // Program headers: the table and each segment's contents.
+        let mut b = good.clone();
+        put(&mut b, 56, &1u16.to_le_bytes());
+        put(&mut b, 32, &200u64.to_le_bytes());
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), Some(200));
+        put(&mut b, 32, &64u64.to_le_bytes()); // over the section contents: fits
+        assert_eq!(classify_image(&b).unwrap(), ImageKind::Cubin);
+        // Truncated, and 32-bit.
+        refused_at(classify_image(&good[..40]), Some(ImageKind::Cubin), None);
+        refused_at(
+            classify_image(&good[..150]),
+            Some(ImageKind::Cubin),
+            Some(80),
+        );
+        let mut b = good.clone();
+        b[4] = 1;
+        refused_at(classify_image(&b), Some(ImageKind::Cubin), Some(4));
+    }
+
+    #[test]
+    fn ptx_text_is_nul_terminated_for_the_driver() {
+        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n";
+        for image in [ptx.as_bytes().to_vec(), format!("{ptx}\0").into_bytes()] {
+            assert_eq!(classify_image(&image).unwrap(), ImageKind::Ptx);
+            let (text, c) = ptx_c_string(&image, "t").unwrap();
+            assert_eq!(text, ptx);
+            assert_eq!(c.as_bytes_with_nul(), format!("{ptx}\0").as_bytes());
+        }
+        // A NUL inside: the driver would read only up to it.
+        refused_at(
+            classify_image(b".version 8.0\0.entry k()"),
+            Some(ImageKind::Ptx),
+            Some(12),
+        );
+        refused_at(
+            classify_image(b".version 8.0\0\0"),
+            Some(ImageKind::Ptx),
+            Some(12),
+        );
+        // Not text, and nothing.
+        refused_at(classify_image(b".version \xff 8.0"), None, Some(9));
+        refused_at(classify_image(b"\x7fELX.version 8.0"), None, Some(0));
+        refused_at(classify_image(b"\x01.version 8.0"), None, Some(0));
+        assert_eq!(classify_image(b"\t.version 8.0").unwrap(), ImageKind::Ptx);
+        refused_at(classify_image(b""), Some(ImageKind::Ptx), None);
+        refused_at(classify_image(b" \n\0"), Some(ImageKind::Ptx), None);
+        let e = ptx_c_string(b"a\0b", "k.ptx").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "k.ptx (3 bytes, PTX, at byte 1): a NUL byte inside PTX text: the driver would stop reading there"
+        );
+    }
+
+    #[test]
+    fn fatbin_is_refused_on_the_safe_path_and_its_size_is_checked() {
+        let fatbin = |header: u16, size: u64, payload: usize| {
+            let mut b = FATBIN_MAGIC.to_vec();
+            b.extend(1u16.to_le_bytes());
+            b.extend(header.to_le_bytes());
+            b.extend(size.to_le_bytes());
+            b.extend(std::iter::repeat(0x11).take(payload));
+            b
+        };
+        let good = fatbin(16, 32, 32);
+        assert_eq!(classify_image(&good).unwrap(), ImageKind::Fatbin);
+        refused_at(
+            ptx_text(&good, "k.fatbin").map(|_| ImageKind::Ptx),
+            Some(ImageKind::Fatbin),
+            None,
+        );
+        refused_at(
+            classify_image(&fatbin(16, 33, 32)),
+            Some(ImageKind::Fatbin),
+            Some(16),
+        );
+        refused_at(
+            classify_image(&fatbin(16, u64::MAX, 32)),
+            Some(ImageKind::Fatbin),
+            Some(16),
+        );
+        refused_at(
+            classify_image(&fatbin(8, 32, 32)),
+            Some(ImageKind::Fatbin),
+            Some(8),
+        );
+        refused_at(classify_image(&good[..10]), Some(ImageKind::Fatbin), None);
+        // The fatbin wrapper (it holds pointers) and unknown binaries are not text.
+        let mut wrapper = 0x466243B1u32.to_le_bytes().to_vec();
+        wrapper.extend([1, 0, 0, 0, 0x10, 0x20, 0x30, 0x40, 0, 0, 0, 0]);
+        refused_at(classify_image(&wrapper), None, Some(0));
+    }
 
     #[test]
     fn block_size_search_maximises_resident_threads() {

@@ -13,6 +13,8 @@ use std::fmt;
 
 pub use codes::ErrorCode;
 
+use crate::module::ImageKind;
+
 /// A `Result` whose error is the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -198,6 +200,25 @@ pub enum Error {
         /// The JIT compiler's error log.
         log: String,
     },
+    /// Module bytes refused before the driver sees them (`cudaErrorInvalidValue`): text the
+    /// driver would not read whole as PTX (not UTF-8, or a NUL inside), a cubin or fatbin whose
+    /// header points outside the bytes, or a cubin or fatbin given to a safe loader (they load
+    /// through the `unsafe` [`Module::from_image`](crate::Module::from_image)).
+    #[error("{origin} ({len} bytes{}): {reason}", fmt_image(*.kind, *.at))]
+    InvalidModuleImage {
+        /// Where the bytes came from: a file's path, `"PTX text"`, `"module image"`, or an
+        /// embedded module's name.
+        origin: String,
+        /// The image's length in bytes.
+        len: usize,
+        /// What its first bytes say it is, where they say it.
+        kind: Option<ImageKind>,
+        /// The byte offset of the problem, where there is one: the NUL, the first byte that
+        /// is not UTF-8, or where a header says a table or section starts.
+        at: Option<u64>,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A kernel or variable name that the module does not define (`cudaErrorSymbolNotFound`).
     #[error("{what} {name:?} not found in the module")]
     NotFound {
@@ -269,6 +290,12 @@ fn fmt_version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
+fn fmt_image(kind: Option<ImageKind>, at: Option<u64>) -> String {
+    let kind = kind.map(|k| format!(", {}", k.name())).unwrap_or_default();
+    let at = at.map(|a| format!(", at byte {a}")).unwrap_or_default();
+    format!("{kind}{at}")
+}
+
 fn fmt_cuda(code: ErrorCode, driver: Option<u32>, call: &str) -> String {
     match driver {
         Some(d) if codes::driver_name(d).is_none() => format!(
@@ -310,7 +337,8 @@ impl Error {
             | Error::OutOfRange { .. }
             | Error::KernelArguments { .. }
             | Error::KernelPrecondition { .. }
-            | Error::SymbolSize { .. } => ErrorCode::InvalidValue,
+            | Error::SymbolSize { .. }
+            | Error::InvalidModuleImage { .. } => ErrorCode::InvalidValue,
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle
             }

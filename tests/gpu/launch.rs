@@ -4,8 +4,8 @@
 
 use crate::common::{assert_close, assert_same, check_against_cpu, random_f32, random_u32, rng};
 use cuda_runtime::{
-    get_last_error, kernels, Device, DeviceBuffer, DeviceView, DeviceViewMut, Error, ErrorCode,
-    KernelArg, LaunchConfig, Module, Stream, StreamFlags,
+    classify_image, get_last_error, kernels, Device, DeviceBuffer, DeviceView, DeviceViewMut,
+    Error, ErrorCode, ImageKind, KernelArg, LaunchConfig, Module, Stream, StreamFlags,
 };
 
 crate::tests![
@@ -14,6 +14,8 @@ crate::tests![
     launch_validation_names_values,
     launch_on_another_devices_stream_fails,
     user_ptx_arguments_are_checked,
+    fake_entries_in_ptx_comments_do_not_change_the_parameter_list,
+    crafted_elf_is_refused_by_the_safe_loaders,
     attributes_and_occupancy,
     cooperative_launch_limits,
     module_globals_round_trip,
@@ -252,6 +254,176 @@ fn user_ptx_arguments_are_checked() {
     let want: Vec<f32> = x.iter().zip(&y).map(|(&x, &y)| a.mul_add(x, y)).collect();
     assert_close("axpy", &dy.to_vec().unwrap(), &want, 1e-6);
     dy.fill(0.0).unwrap();
+}
+
+/// `USER_PTX` with fake `axpy` entries in line and block comments before the real one, each
+/// with another parameter list.
+fn commented_user_ptx() -> String {
+    let head = ".visible .entry axpy(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)";
+    let commented = "// .visible .entry axpy(.param .u64 y)
+/* An earlier version, kept for reference:
+.visible .entry axpy(
+    .param .u64 y,
+    .param .u32 n
+)
+{ ret; }
+*/
+.visible .entry axpy(.param .u64 y, /* .param .u64 z, */ .param .u64 x, // .entry axpy(
+    .param .f32 a, .param .u32 n)";
+    assert!(USER_PTX.contains(head));
+    USER_PTX.replace(head, commented)
+}
+
+/// A file under the temporary directory, removed on drop.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, bytes: &[u8]) -> TempFile {
+        let path = std::env::temp_dir().join(format!(
+            "cuda-runtime-{}-{}-{name}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn fake_entries_in_ptx_comments_do_not_change_the_parameter_list() {
+    let ptx = commented_user_ptx();
+    // From text, and from files with and without a final NUL.
+    let with_nul = TempFile::new("axpy0.ptx", format!("{ptx}\0").as_bytes());
+    let without_nul = TempFile::new("axpy.ptx", ptx.as_bytes());
+    let modules = [
+        Module::from_ptx(&ptx).unwrap(),
+        Module::from_file(&with_nul.0).unwrap(),
+        Module::from_file(&without_nul.0).unwrap(),
+    ];
+    let mut r = rng();
+    for module in &modules {
+        let f = module.function("axpy").unwrap();
+        assert_eq!(
+            f.params().iter().map(|p| p.size).collect::<Vec<_>>(),
+            vec![8, 8, 4, 4],
+            "the parameter list of the real entry, not of a commented one"
+        );
+        let n = r.usize(1..100_000);
+        let (x, y) = (random_f32(&mut r, n), random_f32(&mut r, n));
+        let a = r.f32() * 4.0 - 2.0;
+        let dx = DeviceBuffer::from_slice(&x).unwrap();
+        let dy = DeviceBuffer::from_slice(&y).unwrap();
+        let s = Stream::new().unwrap();
+        let (py, px, nn) = (dy.as_raw(), dx.as_raw(), n as u32);
+        let cfg = LaunchConfig::for_elements(n, 256);
+        // What the commented entries declare is refused before launching.
+        // SAFETY: refused before launching (checked below).
+        let e = unsafe { f.launch(&s, &cfg, &[KernelArg::new(&py)]) }.unwrap_err();
+        assert!(
+            matches!(&e, Error::KernelArguments { detail, .. } if detail.contains("1 arguments") && detail.contains("4 parameters")),
+            "{e}"
+        );
+        // SAFETY: y and x are live buffers of n floats, synchronised before they are read or
+        // dropped; the kernel checks i < n.
+        unsafe {
+            f.launch(
+                &s,
+                &cfg,
+                &[
+                    KernelArg::new(&py),
+                    KernelArg::new(&px),
+                    KernelArg::new(&a),
+                    KernelArg::new(&nn),
+                ],
+            )
+            .unwrap()
+        };
+        s.synchronize().unwrap();
+        let want: Vec<f32> = x.iter().zip(&y).map(|(&x, &y)| a.mul_add(x, y)).collect();
+        assert_close(
+            "axpy from commented PTX",
+            &dy.to_vec().unwrap(),
+            &want,
+            1e-6,
+        );
+    }
+}
+
+/// An ELF64 header like the one that crashed the driver from safe code on an H100: a
+/// section header table at an offset far past the end of the bytes.
+fn crafted_elf() -> Vec<u8> {
+    let mut b = vec![0u8; 64];
+    b[..9].copy_from_slice(b"\x7fELF\x02\x01\x01\x33\x07");
+    b[16..18].copy_from_slice(&2u16.to_le_bytes());
+    b[18..20].copy_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+    b[20..24].copy_from_slice(&1u32.to_le_bytes());
+    b[40..48].copy_from_slice(&0xffff_ffff_ffff_ff00u64.to_le_bytes()); // e_shoff
+    b[52..54].copy_from_slice(&64u16.to_le_bytes());
+    b[58..60].copy_from_slice(&64u16.to_le_bytes());
+    b[60..62].copy_from_slice(&4u16.to_le_bytes());
+    b
+}
+
+fn crafted_elf_is_refused_by_the_safe_loaders() {
+    let is_binary_refusal = |e: &Error, kind| {
+        matches!(e, Error::InvalidModuleImage { kind: Some(k), .. } if *k == kind)
+            && e.code() == ErrorCode::InvalidValue
+    };
+    let elf = crafted_elf();
+    let file = TempFile::new("crafted.cubin", &elf);
+    let e = Module::from_file(&file.0).unwrap_err();
+    assert!(is_binary_refusal(&e, ImageKind::Cubin), "{e}");
+    assert_eq!(
+        get_last_error().map(|e| e.code()),
+        Some(ErrorCode::InvalidValue)
+    );
+    // The same header as a `&str` (no NUL, valid UTF-8), which `from_ptx` must not hand over.
+    let text = format!("\x7fELF\x02\x01{}", "A".repeat(58));
+    let e = Module::from_ptx(&text).unwrap_err();
+    assert!(is_binary_refusal(&e, ImageKind::Cubin), "{e}");
+    // A fatbin file too.
+    let mut fatbin = 0xBA55_ED50u32.to_le_bytes().to_vec();
+    fatbin.extend(1u16.to_le_bytes());
+    fatbin.extend(16u16.to_le_bytes());
+    fatbin.extend((1u64 << 40).to_le_bytes());
+    let file = TempFile::new("crafted.fatbin", &fatbin);
+    let e = Module::from_file(&file.0).unwrap_err();
+    assert!(is_binary_refusal(&e, ImageKind::Fatbin), "{e}");
+    // The unsafe loader checks the headers before the driver sees them.
+    let e = classify_image(&elf).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidModuleImage {
+                at: Some(0xffff_ffff_ffff_ff00),
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // SAFETY: deliberately malformed bytes, to check that the header check refuses them before
+    // the driver is called (the `classify_image` refusal above is what `from_image` runs first).
+    let e = unsafe { Module::from_image(&elf) }.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidModuleImage {
+                kind: Some(ImageKind::Cubin),
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The device is fine afterwards.
+    Module::from_ptx(USER_PTX)
+        .unwrap()
+        .function("axpy")
+        .unwrap();
 }
 
 fn attributes_and_occupancy() {
