@@ -1882,7 +1882,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         assert!(code.contains("crate::launch::check_preconditions(\"rev\", &RULES, config, &[n as i128, o_len as i128])"));
         // A length is taken from the buffer, before the buffer is borrowed for the launch.
         let call = "rev_preconditions(config, n, crate::DeviceRead::<i32>::len(&*o))?;";
-        let borrow = "crate::DeviceWrite::kernel_arg_mut(o, stream)?";
+        let borrow = "crate::DeviceWrite::kernel_arg_mut(o);";
         let rev = &code[code.find("pub fn rev(").unwrap()..];
         assert!(rev.find(call).unwrap() < rev.find(borrow).unwrap(), "{rev}");
         // An unsafe kernel's `*_len` is its own argument.
