@@ -302,10 +302,15 @@ impl Queue {
         }
     }
 
-    /// For callers that just synchronised the whole queue: everything queued so far is done.
-    pub(crate) fn synchronized(&self) {
-        let seq = self.state.lock().seq;
-        self.completed(seq);
+    /// The point of the work queued so far (before a synchronising call).
+    pub(crate) fn mark(&self) -> u64 {
+        self.state.lock().seq
+    }
+
+    /// For callers that synchronised the whole queue after taking `mark`: everything queued up
+    /// to it is done. (Work other threads queued meanwhile may not be.)
+    pub(crate) fn synchronized(&self, mark: u64) {
+        self.completed(mark);
     }
 }
 
@@ -548,9 +553,14 @@ impl<'q> Lane<'q> {
         r.and_then(|r| fenced.map(|()| r))
     }
 
-    /// After a synchronising call on this queue: everything queued on it is done.
-    pub(crate) fn synchronized(&self) {
-        self.queue().synchronized();
+    /// The point of the work queued so far on this lane's queue (see [`Queue::mark`]).
+    pub(crate) fn mark(&self) -> u64 {
+        self.queue().mark()
+    }
+
+    /// After a synchronising call on this queue begun after `mark` was taken.
+    pub(crate) fn synchronized(&self, mark: u64) {
+        self.queue().synchronized(mark);
     }
 }
 
@@ -607,14 +617,15 @@ struct Yard {
     idle_lock: Mutex<()>,
 }
 
-/// The two yards: frees that return at once (`cuMemFreeAsync`), and frees through calls that
-/// wait for the whole device (`cuMemFreeHost`, `cuMemHostUnregister`, managed `cuMemFree`, IPC
-/// close), each with its own thread so that the second kind never holds up the first.
-fn yards() -> &'static [Yard; 2] {
-    static YARDS: OnceLock<[Yard; 2]> = OnceLock::new();
+/// The yard of deferred frees. Only frees that return at once (`cuMemFreeAsync`) go there:
+/// calls that wait for the whole device (`cuMemFreeHost`, `cuMemHostUnregister`, managed
+/// `cuMemFree`, IPC close) made at an arbitrary later time deadlocked the driver beside other
+/// threads' stream-ordered allocations (measured), so those run on the dropping thread.
+fn yards() -> &'static [Yard; 1] {
+    static YARDS: OnceLock<[Yard; 1]> = OnceLock::new();
     static STARTED: OnceLock<()> = OnceLock::new();
     let y = YARDS.get_or_init(|| {
-        [0, 1].map(|_| Yard {
+        [0].map(|_| Yard {
             graves: Mutex::new(Vec::new()),
             wake: Condvar::new(),
             busy: AtomicUsize::new(0),
@@ -623,7 +634,7 @@ fn yards() -> &'static [Yard; 2] {
         })
     });
     STARTED.get_or_init(|| {
-        for i in 0..2 {
+        for i in 0..1 {
             // Without the thread, frees wait for `reclaim` (a synchronising call) instead.
             let _ = std::thread::Builder::new()
                 .name(format!("cuda-runtime-reclaimer-{i}"))
@@ -638,11 +649,10 @@ pub(crate) fn defer_free(
     device: i32,
     generation: u64,
     waits: Vec<(Arc<Queue>, u64)>,
-    blocking: bool,
     during: &'static str,
     free: impl FnOnce(Option<&Active>) -> Result<()> + Send + 'static,
 ) {
-    let y = &yards()[blocking as usize];
+    let y = &yards()[0];
     y.graves.lock().push(Grave {
         device,
         generation,

@@ -305,16 +305,14 @@ impl Stream {
     #[doc(alias = "cudaStreamSynchronize")]
     pub fn synchronize(&self) -> Result<()> {
         record((|| {
-            let a = self.enter()?;
+            let lane = self.lane()?;
+            let mark = lane.mark();
             // SAFETY: live stream of the current context.
-            a.check(
-                unsafe { sys::cuStreamSynchronize(self.as_raw()) },
+            lane.a.check(
+                unsafe { sys::cuStreamSynchronize(lane.raw()) },
                 "cuStreamSynchronize",
             )?;
-            match &self.inner.queue {
-                Some(q) => q.synchronized(),
-                None => per_thread_queue(&a).synchronized(),
-            }
+            lane.synchronized(mark);
             self.take_host_panic()
         })())
     }

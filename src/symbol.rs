@@ -121,6 +121,7 @@ impl<T: DeviceRepr> Symbol<T> {
 
     fn write(&self, value: &T, stream: Option<&Stream>) -> Result<()> {
         let lane = self.enter(stream)?;
+        let mark = lane.mark();
         let bytes = bytemuck::bytes_of(value);
         let ptr = self.ptr;
         lane.submit("cudaMemcpyToSymbol", &[], |a, raw| {
@@ -138,12 +139,13 @@ impl<T: DeviceRepr> Symbol<T> {
                 "cuStreamSynchronize",
             )
         })?;
-        lane.synchronized();
+        lane.synchronized(mark);
         Ok(())
     }
 
     fn read(&self, stream: Option<&Stream>) -> Result<T> {
         let lane = self.enter(stream)?;
+        let mark = lane.mark();
         let mut value = T::zeroed();
         let bytes = bytemuck::bytes_of_mut(&mut value);
         let ptr = self.ptr;
@@ -162,7 +164,7 @@ impl<T: DeviceRepr> Symbol<T> {
                 "cuStreamSynchronize",
             )
         })?;
-        lane.synchronized();
+        lane.synchronized(mark);
         Ok(value)
     }
 

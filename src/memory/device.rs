@@ -226,7 +226,13 @@ impl Drop for Alloc {
         let (ptr, device, generation) = (self.ptr, self.device, self.generation);
         if let Some(h) = self.host.take() {
             let views = *self.views.get_mut();
-            h.finish(ptr, device, generation, &mut self.uses, views);
+            h.finish(
+                ptr,
+                device,
+                generation,
+                std::mem::take(&mut self.uses),
+                views,
+            );
             return;
         }
         if self.bytes == 0 {
@@ -250,20 +256,23 @@ impl Drop for Alloc {
                 return;
             }
         }
+        if ipc {
+            // Closing waits for the whole device (as `cuMemFree` does): done here, on the
+            // dropping thread, once the mapping's own uses are done.
+            if context::in_host_fn() {
+                let uses = std::mem::take(&mut self.uses);
+                context::defer_release(move || close_ipc(device, generation, ptr, uses));
+            } else {
+                close_ipc(device, generation, ptr, std::mem::take(&mut self.uses));
+            }
+            drop(order);
+            return;
+        }
         let waits = self.uses.take_points();
         let free = move |a: Option<&Active>| {
             drop(order);
             // After a reset the memory died with its context.
             let Some(a) = a else { return Ok(()) };
-            if ipc {
-                // SAFETY: opened from an IPC handle in this context; its uses are done.
-                let r = a.check(
-                    unsafe { sys::cuIpcCloseMemHandle(ptr) },
-                    "cuIpcCloseMemHandle",
-                );
-                super::ipc::closed(ptr);
-                return r;
-            }
             // Not `cuMemFree`: it waits for the whole device (unrelated, maybe stalled work
             // included) and holds up other threads' allocations meanwhile, as measured on
             // driver 580. The free goes into a stream instead: the allocation's own, or the
@@ -278,21 +287,34 @@ impl Drop for Alloc {
                 "cuMemFreeAsync",
             )
         };
-        if waits.is_empty() && !ipc {
+        if waits.is_empty() {
             context::release(device, generation, "freeing device memory", move |a| {
                 free(Some(a))
             });
         } else {
-            queue::defer_free(
-                device,
-                generation,
-                waits,
-                ipc,
-                "freeing device memory",
-                free,
-            );
+            queue::defer_free(device, generation, waits, "freeing device memory", free);
         }
     }
+}
+
+/// Closes memory opened from an IPC handle once its own uses are done. (Closing waits for the
+/// whole device, as `cuMemFree` does, so it runs on the dropping thread, not later in the
+/// background.)
+fn close_ipc(device: i32, generation: u64, ptr: u64, uses: Uses) {
+    if let Err(e) = uses.wait(true) {
+        if let Ok(d) = context::device_state(device) {
+            d.defer("waiting for work that uses IPC memory", e);
+        }
+    }
+    context::release(device, generation, "closing IPC memory", move |a| {
+        // SAFETY: opened from an IPC handle in this context; its uses are done.
+        let r = a.check(
+            unsafe { sys::cuIpcCloseMemHandle(ptr) },
+            "cuIpcCloseMemHandle",
+        );
+        super::ipc::closed(ptr);
+        r
+    });
 }
 
 /// A typed allocation of `len` elements of `T` in device memory (`cudaMalloc` or
@@ -532,6 +554,7 @@ fn copy_htod<T: DeviceRepr>(
     let lane = on.lane(alloc)?;
     let sync = matches!(on, On::Default);
     let queue_id = Arc::as_ptr(lane.queue()) as usize;
+    let mark = lane.mark();
     let waited = lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
         let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
         if bytes >= staging::DIRECT_BELOW && !locked {
@@ -574,7 +597,7 @@ fn copy_htod<T: DeviceRepr>(
         Ok(false)
     })?;
     if waited {
-        lane.synchronized();
+        lane.synchronized(mark);
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use super::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::context::{self, HostBorrow};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
-use crate::queue::{self, Uses};
+use crate::queue::Uses;
 
 bitflags::bitflags! {
     /// Flags of [`PinnedBuffer::with_flags`] (`cudaHostAlloc` flags).
@@ -217,70 +217,81 @@ impl HostSide {
 
     /// Frees the memory once no queued work uses it (from `Drop`). `views`: CPU views still
     /// counted, which were forgotten.
+    ///
+    /// The driver's calls that free host-reachable memory (`cuMemHostUnregister`,
+    /// `cuMemFreeHost`, `cuMemFree` of managed memory) wait for the whole device, as
+    /// `cudaFreeHost` does; made later from a background thread they deadlocked the driver
+    /// beside other threads' stream-ordered allocations (measured on driver 580). So the drop
+    /// waits for the memory's own uses (exactly, through their fences) and frees here, on the
+    /// dropping thread; inside a host function, where no CUDA call may run, the free is left
+    /// to the next crate call.
     #[allow(clippy::boxed_local)] // taken as the allocation holds it
     pub(crate) fn finish(
         self: Box<Self>,
         ptr: u64,
         device: i32,
         generation: u64,
-        uses: &mut Uses,
+        uses: Uses,
         views: usize,
     ) {
         context::forget_borrows(device, views);
-        let host = self.host_ptr;
-        if let HostKind::Borrowed = self.kind {
-            // The program's own memory, lent for a scope that ends now: wait for its uses
-            // and unregister before the borrow ends (`scope` waited already unless unwinding).
-            if let Err(e) = uses.wait(true) {
-                if let Ok(d) = context::device_state(device) {
-                    d.defer("waiting for work that uses registered memory", e);
-                }
-            }
-            context::release(device, generation, "unregistering host memory", move |a| {
-                // SAFETY: `host` was registered in this (live) context and no work uses it.
-                a.check(
-                    unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                    "cuMemHostUnregister",
-                )
-            });
+        if context::in_host_fn() {
+            context::defer_release(move || self.finish_now(ptr, device, generation, uses));
             return;
         }
-        let waits = uses.take_points();
-        let kind = self.kind;
-        queue::defer_free(
-            device,
-            generation,
-            waits,
-            true,
-            "freeing page-locked or managed memory",
-            move |a| match kind {
-                HostKind::Empty | HostKind::Borrowed => Ok(()),
-                HostKind::Registered(layout) => {
-                    let r = a.map_or(Ok(()), |a| {
-                        // SAFETY: registered in this (live) context; no work uses it any more.
-                        a.check(
-                            unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                            "cuMemHostUnregister",
-                        )
-                    });
-                    // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it,
-                    // and its registration is gone (undone above, or died with its context).
-                    unsafe { std::alloc::dealloc(host.get(), layout) };
-                    r
-                }
-                // SAFETY (both): memory of this live context, unused now; after a reset it
-                // died with the context.
-                HostKind::HostAlloc => a.map_or(Ok(()), |a| {
+        self.finish_now(ptr, device, generation, uses);
+    }
+
+    #[allow(clippy::boxed_local)] // moved on from `finish`
+    fn finish_now(self: Box<Self>, ptr: u64, device: i32, generation: u64, uses: Uses) {
+        if let Err(e) = uses.wait(true) {
+            if let Ok(d) = context::device_state(device) {
+                d.defer(
+                    "waiting for work that uses page-locked or managed memory",
+                    e,
+                );
+            }
+        }
+        let host = self.host_ptr;
+        match self.kind {
+            HostKind::Empty => {}
+            HostKind::Registered(layout) => {
+                context::release(device, generation, "unregistering host memory", move |a| {
+                    // SAFETY: `host` was registered in this (live) context and no work uses it.
+                    a.check(
+                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                        "cuMemHostUnregister",
+                    )
+                });
+                // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it, and
+                // the registration is gone (undone above, or died with its context).
+                unsafe { std::alloc::dealloc(host.0, layout) };
+            }
+            HostKind::Borrowed => {
+                context::release(device, generation, "unregistering host memory", move |a| {
+                    // SAFETY: as above; the memory itself belongs to the program.
+                    a.check(
+                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                        "cuMemHostUnregister",
+                    )
+                });
+            }
+            HostKind::HostAlloc => {
+                context::release(device, generation, "freeing page-locked memory", move |a| {
+                    // SAFETY: `cuMemHostAlloc` memory of this live context, unused.
                     a.check(
                         unsafe { sys::cuMemFreeHost(host.get().cast()) },
                         "cuMemFreeHost",
                     )
-                }),
-                HostKind::Managed => a.map_or(Ok(()), |a| {
+                });
+            }
+            HostKind::Managed => {
+                context::release(device, generation, "freeing managed memory", move |a| {
+                    // SAFETY: managed memory of this live context, unused.
                     a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
-                }),
-            },
-        );
+                });
+            }
+        }
     }
 }
 

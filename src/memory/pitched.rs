@@ -742,6 +742,7 @@ fn copy_impl<T: DeviceRepr>(
         Height: desc.Height,
         Depth: desc.Depth,
     };
+    let mark = lane.mark();
     lane.submit("cudaMemcpy3DAsync", &uses, |a, raw| {
         // SAFETY: both regions were checked against their sides (host slices borrowed for the
         // call, device memory live in this context); the host side, if any, is waited for
@@ -760,7 +761,7 @@ fn copy_impl<T: DeviceRepr>(
         Ok(())
     })?;
     if host_side {
-        lane.synchronized();
+        lane.synchronized(mark);
     }
     Ok(())
 }
