@@ -583,12 +583,11 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
     }
 }
 
-/// Notes a stream-ordered allocation just queued on `queue` as a write of the new memory, and
-/// returns its point in the queue.
-pub(crate) fn note_alloc(queue: &Arc<Queue>, uses: &Uses) -> u64 {
+/// The point in `queue` of a stream-ordered allocation just queued there (other queues are
+/// ordered after it; the free follows it on the same queue).
+pub(crate) fn note_alloc(queue: &Queue) -> u64 {
     let mut st = queue.state.lock();
     st.seq += 1;
-    uses.note(queue, st.seq, true);
     st.seq
 }
 

@@ -238,13 +238,11 @@ impl Drop for Alloc {
         if self.bytes == 0 {
             return;
         }
-        let order = std::mem::take(self.order.get_mut());
         let ipc = self.ipc;
-        let home = self.home.take();
-        if let Some((s, q, _)) = &home {
-            if !ipc && self.uses.only_on(q) {
-                // Used on its own stream only: freed there in stream order, at once.
-                let s = s.clone();
+        let home = match self.home.take() {
+            // Used on its own stream only: freed there in stream order, at once.
+            Some((s, q, _)) if self.uses.only_on(&q) && self.order.get_mut().waited.is_empty() => {
+                drop(q);
                 context::release(device, generation, "freeing device memory", move |a| {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
                     // only by work of its own stream, which the free follows.
@@ -255,7 +253,9 @@ impl Drop for Alloc {
                 });
                 return;
             }
-        }
+            home => home,
+        };
+        let order = std::mem::take(self.order.get_mut());
         if ipc {
             // Closing waits for the whole device (as `cuMemFree` does): done here, on the
             // dropping thread, once the mapping's own uses are done.
@@ -1200,7 +1200,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         }
         let mut alloc = Alloc::plain(ptr, bytes, device, a.generation());
         if let Some((s, q)) = home {
-            let seq = queue::note_alloc(&q, &alloc.uses);
+            let seq = queue::note_alloc(&q);
             alloc.home = Some((s, q, seq));
         }
         Ok(DeviceBuffer {

@@ -267,6 +267,8 @@ fn registration_round_trip_and_read_only_rules() {
         assert!(d.copy_to_pinned_async(reg, &s).is_err());
         let mut d2 = DeviceBuffer::<u32>::new(64).unwrap();
         d2.copy_from_pinned_async(reg, &s).unwrap();
+        // `s` is non-blocking: the legacy-stream read below does not wait for it by itself.
+        s.synchronize().unwrap();
         assert_same("from read-only registration", &d2.to_vec().unwrap(), &ro);
     })
     .unwrap();
