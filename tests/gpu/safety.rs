@@ -46,6 +46,8 @@ pub const CHILDREN: &[(&str, fn())] = &[
     ("safety_forgotten_views", forgotten_views_child),
     ("safety_wait_event_reset", wait_event_reset_child),
     ("safety_stress", stress_child),
+    ("safety_per_thread_views", per_thread_views_child),
+    ("safety_copy3d", copy3d_child),
 ];
 
 /// How long a hang-prone child may run before the parent kills it.
@@ -275,8 +277,17 @@ fn per_thread_rounds(stream_of: fn() -> cuda_runtime::Result<Stream>) {
     }
 }
 
+// In a child process with a watchdog: run beside the copy_3d test below in one process, the
+// two hung on the GPU machine now and then (an open problem, see the closing note of the
+// safety-core issue); a hang must fail the test, not stop the whole binary.
 fn safety_per_thread_views_wait_for_another_threads_work() {
+    let out = run_in_child_within("safety_per_thread_views", Duration::from_secs(60));
+    assert!(out.contains("per-thread views child ok"), "{out}");
+}
+
+fn per_thread_views_child() {
     per_thread_rounds(Stream::per_thread);
+    println!("per-thread views child ok");
 }
 
 /// The same through `Stream::default_stream()` under `DefaultStreamMode::PerThread` (a
@@ -317,6 +328,11 @@ enum CopyQueue {
 /// queue. The copy must be ordered after Y's allocation, so the kernel sums X's values, not
 /// the copy's.
 fn safety_copy3d_host_side_is_ordered_after_the_async_allocation() {
+    let out = run_in_child_within("safety_copy3d", Duration::from_secs(60));
+    assert!(out.contains("copy3d child ok"), "{out}");
+}
+
+fn copy3d_child() {
     let mut r = rng();
     let ext = Extent::new(256, 32, 32);
     let n = ext.count().unwrap();
@@ -388,6 +404,7 @@ fn safety_copy3d_host_side_is_ordered_after_the_async_allocation() {
         }
     }
     eprintln!("Y reused X's memory in {reused} of {rounds} rounds");
+    println!("copy3d child ok");
 }
 
 // ---------------------------------------------------------------------------------------------
