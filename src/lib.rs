@@ -32,6 +32,44 @@
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met
 //! there are kept with the device ([`Device::take_deferred_errors`]).
 //!
+//! # How queued work is tracked
+//!
+//! * **One enqueue path.** Every operation that queues device work (launches of the crate's
+//!   kernels and of user kernels, copies of every shape, memsets, prefetches, host functions,
+//!   event records and waits) goes through one internal function that is handed the memory the
+//!   work uses, with its access (read or write). It checks that the memory may be used there
+//!   (device, context, mapping, writability), orders the work after a stream-ordered allocation
+//!   made on another stream, queues the work, and notes every use. An operation cannot forget
+//!   to note a use. User kernels note theirs through [`KernelArg::read`] / [`KernelArg::write`].
+//! * **A use is a point in a queue.** A queue is a created stream, the legacy default stream of
+//!   a context, or *one thread's* per-thread default stream (its handle, `0x2`, means a
+//!   different stream on every thread, so it is resolved to the submitting thread's own queue
+//!   and never stored as an identity). Each queue numbers the submissions that use memory;
+//!   memory remembers, per queue, the last submission that used it and the last that wrote it.
+//! * **Fences, recorded lazily.** Waiting for a use means waiting for an event (without timing,
+//!   about 0.2 us to record) recorded after it. Such a fence is recorded right after the
+//!   submission only when the CPU may need to wait for exactly that point (the work uses
+//!   page-locked, mapped or managed memory) or when nobody else could record it later (the
+//!   per-thread stream, which only its own thread can name); otherwise only when someone first
+//!   needs to wait (a drop, a CPU view, another stream ordered after an allocation). A kernel
+//!   launch on a created or legacy stream records nothing: it costs a lock and a few stores
+//!   over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use waits for its fence,
+//!   from any thread, whatever kind of stream it was on.
+//! * **Drops do not wait for unrelated work.** Device memory is freed once its own uses are
+//!   done: at once when none is pending; otherwise a background thread (the reclaimer) frees it
+//!   when their fences complete. The free is `cuMemFreeAsync`, in the allocation's own stream
+//!   or in a non-blocking stream of the crate's: `cuMemFree` waits for the whole device, and
+//!   meanwhile blocks every other thread's `cuMemAlloc` (measured on driver 580). An allocation
+//!   that fails for lack of memory lets pending frees finish and tries once more;
+//!   [`Device::synchronize`] returns the memory of dropped buffers before it returns.
+//!   Page-locked, managed and IPC memory are freed with driver calls that wait for the whole
+//!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuIpcCloseMemHandle`, as
+//!   `cudaFreeHost` does); their drop waits for their own uses and frees on the dropping thread
+//!   (made later from a background thread, those calls deadlocked the driver beside other
+//!   threads' stream-ordered allocations).
+//! * **Capture.** Fences are never recorded in, nor waited for on, a stream that is being
+//!   captured into a graph (checked with `cuStreamIsCapturing` on the slow paths only).
+//!
 //! Every public type is `Send` and `Sync` where the runtime allows sharing it (asserted at
 //! compile time below).
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -1236,9 +1236,12 @@ impl Function {
     /// # Safety
     /// The crate cannot know what the kernel does with its arguments:
     /// 1. each argument must have the type the kernel's parameter has, not just its size;
-    /// 2. every device pointer passed must stay allocated, and not be written by anything else,
-    ///    until the kernel has finished (e.g. synchronise `stream` before dropping a buffer
-    ///    whose address was passed), and the kernel must stay within its bounds.
+    /// 2. every device address the kernel uses must name memory that stays allocated, and is
+    ///    not written by anything else, until the kernel has finished, and the kernel must stay
+    ///    within its bounds. Memory passed as [`KernelArg::read`] / [`KernelArg::write`] is kept
+    ///    so by the crate (its use is noted: its drop, CPU views and other streams wait for the
+    ///    kernel); an address passed by value with [`KernelArg::new`] is the caller's to keep
+    ///    alive (e.g. synchronise `stream` before dropping that buffer).
     #[doc(alias = "cudaLaunchKernel")]
     pub unsafe fn launch(
         &self,

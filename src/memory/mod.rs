@@ -3,48 +3,54 @@
 //!
 //! # Safety model
 //!
-//! Device work never touches memory that Rust has freed or lent out mutably:
+//! Device work never touches memory that Rust has freed or lent out mutably (the crate docs,
+//! "How queued work is tracked", describe the mechanism):
 //!
 //! * a [`DeviceBuffer`] owns its allocation. Kernel launches and copies borrow it (shared for
 //!   reads, exclusive for writes) only for the duration of the *call*; the work itself may still
-//!   run afterwards, so the buffer remembers that asynchronous work used it and on which stream;
-//! * dropping the buffer frees it in stream order: a stream-ordered allocation that was only used
-//!   on its own stream is freed with `cuMemFreeAsync` on that stream (no host wait); any other
-//!   use (another stream, or a `cudaMalloc`-style allocation used asynchronously) makes the drop
-//!   wait for the device to finish its work first, as `cudaFree` does, so memory is never
-//!   handed out again while a kernel on another stream still reads it;
+//!   run afterwards, so each use is noted as a point in its queue;
+//! * dropping a buffer never waits for device work: a stream-ordered allocation used only on
+//!   its own stream is freed there at once (`cuMemFreeAsync`); any other buffer is freed once
+//!   the work that used it is done (by a background thread when some is still pending), in
+//!   stream order, so memory is never handed out again while a kernel on another stream still
+//!   reads it, and a stalled unrelated stream never holds up the drop;
 //! * a stream-ordered allocation ([`DeviceBuffer::new_async`]) may still have been another
 //!   buffer's until its allocation point in its stream's order. Work queued on any other queue
-//!   (another stream, a default stream, another device) is first made to wait for that point
-//!   (an event recorded on the home stream, `cuStreamWaitEvent`), once per queue, and not at all
-//!   once the allocation is known complete;
+//!   (another stream, a default stream, another thread's per-thread stream, another device) is
+//!   first made to wait for that point, once per queue, and not at all once the allocation is
+//!   known complete;
 //! * copies between the host and plain Rust slices return only once the host memory is no longer
 //!   needed by the device: pageable memory follows the runtime's rules (staged or completed
 //!   before return), and when a slice turns out to be page-locked the call waits for its stream;
 //! * page-locked ([`PinnedBuffer`]), registered ([`HostRegistration`]) and managed
-//!   ([`ManagedBuffer`]) memory remember each stream whose work (an asynchronous copy, a kernel
-//!   on mapped or managed memory, a prefetch) uses them. The CPU reaches them only through
-//!   `as_slice` / `as_mut_slice`, which first wait for that work (writers for a read, all of it
-//!   for a write); dropping them waits for all of it. Registration of memory the program owns
-//!   is scoped ([`HostRegistration::with`]): the scope waits and unregisters before the borrow
-//!   of the slice ends, even on panic, which a guard object could not promise (it may be
+//!   ([`ManagedBuffer`]) memory remember each use by device work (an asynchronous copy, a kernel
+//!   on mapped or managed memory, a prefetch) as a point in its queue. The CPU reaches them only
+//!   through `as_slice` / `as_mut_slice`, which first wait for exactly those points (writers for
+//!   a read, all of them for a write), whatever thread asks and whatever stream the work was on;
+//!   dropping them waits for their own uses, then frees (the driver's free of such memory waits
+//!   for the whole device, as `cudaFreeHost` does). Registration of memory the program owns is
+//!   scoped ([`HostRegistration::with`]): the scope waits and unregisters before the borrow of
+//!   the slice ends, even on panic, which a guard object could not promise (it may be
 //!   forgotten);
 //! * memory a device's context owns on the host (write-combined page-locked memory from
 //!   `cuMemHostAlloc`, managed memory) dies with a reset, so a reset is refused while a CPU view
-//!   of such memory lives ([`Error::ResetWhileBorrowed`](crate::Error::ResetWhileBorrowed)), and
-//!   CPU access after a reset is an error. Page-locked memory without write-combining is a Rust
-//!   allocation registered with the driver: the CPU can still use it after a reset, but its page
-//!   locking died with the context, so asynchronous copies then refuse it;
+//!   of such memory lives ([`Error::ResetWhileBorrowed`](crate::Error::ResetWhileBorrowed)); a
+//!   view forgotten with `mem::forget` counts until its memory is freed, not forever. CPU access
+//!   after a reset is an error. Page-locked memory without write-combining is a Rust allocation
+//!   registered with the driver: the CPU can still use it after a reset, but its page locking
+//!   died with the context, so asynchronous copies then refuse it;
 //! * host-reachable memory used by work of *another* device (portable mapped memory, managed
 //!   memory) makes a reset of its own device wait for that device first: the reset frees or
 //!   unmaps the memory;
-//! * memory used by a peer copy remembers the other device, and its drop waits for that device
-//!   too; a reset of the source's device first waits for the devices given peer copies of its
-//!   memory;
+//! * a peer copy notes its use of the source on the destination's queue (the source's drop
+//!   waits for it); a reset of the source's device first waits for the devices given peer
+//!   copies of its memory;
 //! * managed memory is refused on devices without concurrent managed access (Windows, WSL,
 //!   GPUs before Pascal), where the CPU faults on it whenever any kernel runs;
 //! * pageable copies are staged through the crate's own page-locked ring (see the
-//!   `copy_from_host` docs): the caller's slice is read or written only during the call;
+//!   `copy_from_host` docs): the caller's slice is read or written only during the call; a copy
+//!   never waits for a ring buffer still used by another queue's copy (it takes the driver's
+//!   path instead);
 //! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`](crate::Error::ContextDestroyed); its
 //!   memory died with the context and is not freed twice.
 
