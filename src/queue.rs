@@ -389,7 +389,10 @@ impl Uses {
 
     /// Whether a CPU access would have to wait (for refusing it where no wait is allowed).
     pub(crate) fn pending(&self, for_write: bool) -> bool {
-        self.list.lock().iter().any(|u| {
+        // The list is copied first: a queue's state is never locked under the list's lock
+        // (`Lane::submit` takes them the other way round).
+        let list = self.list.lock().clone();
+        list.iter().any(|u| {
             let seq = if for_write { u.seq } else { u.write_seq };
             seq > 0 && u.queue.state.lock().done < seq
         })
@@ -813,5 +816,83 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
             f()
         }
         r => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(kind: QueueKind) -> Arc<Queue> {
+        Arc::new(Queue::new(std::ptr::null_mut(), 0, 1, kind))
+    }
+
+    /// Submissions numbered as `Lane::submit` numbers them, without a driver.
+    fn submit(q: &Arc<Queue>, uses: &[(&Uses, bool)]) -> u64 {
+        let mut st = q.state.lock();
+        st.seq += 1;
+        for (u, write) in uses {
+            u.note(q, st.seq, *write);
+        }
+        st.seq
+    }
+
+    #[test]
+    fn uses_are_points_per_queue_with_the_last_write_kept_apart() {
+        let (a, b) = (queue(QueueKind::Owned), queue(QueueKind::Legacy));
+        let mut m = Uses::default();
+        let w = submit(&a, &[(&m, true)]);
+        let r = submit(&a, &[(&m, false)]);
+        assert!(r > w);
+        assert!(m.only_on(&a));
+        {
+            let l = m.list.lock();
+            assert_eq!(l.len(), 1);
+            assert_eq!((l[0].seq, l[0].write_seq), (r, w));
+        }
+        submit(&b, &[(&m, false)]);
+        assert!(!m.only_on(&a));
+        // A read conflicts with the write only; a write with every use.
+        assert!(m.pending(false) && m.pending(true));
+        a.completed(w);
+        assert!(
+            !m.pending(false),
+            "the write is done: a CPU read need not wait"
+        );
+        assert!(
+            m.pending(true),
+            "the later read on `a` and the use on `b` are not"
+        );
+    }
+
+    #[test]
+    fn completed_points_need_no_wait_and_are_not_taken_for_frees() {
+        let (a, b) = (queue(QueueKind::Owned), queue(QueueKind::Owned));
+        let mut m = Uses::default();
+        let sa = submit(&a, &[(&m, true)]);
+        let sb = submit(&b, &[(&m, true)]);
+        // Other work on `a` after the use: completing up to the use is enough.
+        submit(&a, &[]);
+        a.completed(sa);
+        b.completed(sb);
+        // Every point is known done: the wait makes no driver call and empties the list.
+        m.wait(true).unwrap();
+        assert!(m.list.lock().is_empty());
+        let sa2 = submit(&a, &[(&m, false)]);
+        a.completed(sa2);
+        assert!(m.take_points().is_empty());
+    }
+
+    #[test]
+    fn a_per_thread_queue_belongs_to_its_thread() {
+        let q = queue(QueueKind::PerThread);
+        assert!(q.addressable());
+        let q2 = q.clone();
+        let elsewhere = std::thread::spawn(move || q2.addressable()).join().unwrap();
+        assert!(
+            !elsewhere,
+            "another thread cannot name this thread's per-thread stream"
+        );
+        assert!(queue(QueueKind::Legacy).addressable());
     }
 }
