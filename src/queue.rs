@@ -399,9 +399,10 @@ impl Uses {
     }
 
     /// Whether every use was on `queue`.
-    pub(crate) fn only_on(&self, queue: &Arc<Queue>) -> bool {
+    pub(crate) fn only_on(&mut self, queue: &Arc<Queue>) -> bool {
+        // From `Drop`: exclusive, no lock needed.
         self.list
-            .lock()
+            .get_mut()
             .iter()
             .all(|u| Arc::ptr_eq(&u.queue, queue))
     }
