@@ -622,6 +622,7 @@ fn copy_dtoh<T: DeviceRepr>(
     let alloc = src.allocation();
     let lane = on.lane(alloc)?;
     let queue_id = Arc::as_ptr(lane.queue()) as usize;
+    let mark = lane.mark();
     lane.submit(call, &[Use::device(alloc, false)], |a, raw| {
         if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
             let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
@@ -643,7 +644,11 @@ fn copy_dtoh<T: DeviceRepr>(
             unsafe { sys::cuStreamSynchronize(raw) },
             "cuStreamSynchronize",
         )
-    })
+    })?;
+    // The queue is complete up to here (the copy waited for it): later drops and views of
+    // memory used before need no fence.
+    lane.synchronized(mark);
+    Ok(())
 }
 
 /// An asynchronous copy between device memory and page-locked memory: no host wait; the
