@@ -314,13 +314,14 @@ impl Queue {
     }
 }
 
-// The raw stream handle is a plain number; the queue's state is behind its mutex.
-unsafe impl Send for Queue {}
-unsafe impl Sync for Queue {}
-// SAFETY: the event handle is a plain number used only through the driver, which is
-// thread-safe.
-unsafe impl Send for FenceEvent {}
-unsafe impl Sync for FenceEvent {}
+// Queues and fences are shared between threads (their raw handles are `Raw`, whose `Send` and
+// `Sync` say why that holds); asserted here.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Queue>();
+    send_sync::<FenceEvent>();
+    send_sync::<Uses>();
+};
 
 /// The uses of one piece of memory: per queue, the last submission that used it and the last
 /// that wrote it (0: none).
