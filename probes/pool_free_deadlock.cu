@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 #include <cuda_runtime.h>
 
 __global__ void touch(float* p, size_t n) {

@@ -302,6 +302,33 @@ impl Queue {
         }
     }
 
+    /// For a per-thread queue at its thread's exit: waits for the work queued on it (see
+    /// `stream::PerThreadQueues`). Errors are recorded, not returned: nobody is left to get them.
+    pub(crate) fn drain_at_thread_exit(&self) {
+        // (Only the owner thread's destructor calls this: `thread::current` is not asked, as it
+        // may be gone by now.)
+        if context::in_host_fn() {
+            return;
+        }
+        let seq = {
+            let st = self.state.lock();
+            if st.done >= st.seq {
+                return;
+            }
+            st.seq
+        };
+        let Ok(Some(a)) = context::enter_live(self.device, self.generation) else {
+            return;
+        };
+        // SAFETY: the per-thread stream of the current (live) context, on its own thread.
+        let r = unsafe { sys::cuStreamSynchronize(self.raw()) };
+        if driver::rc(r) == 0 {
+            self.completed(seq);
+        } else {
+            let _ = a.check(r, "cuStreamSynchronize");
+        }
+    }
+
     /// The point of the work queued so far (before a synchronising call).
     pub(crate) fn mark(&self) -> u64 {
         self.state.lock().seq

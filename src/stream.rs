@@ -421,8 +421,26 @@ fn default_kind() -> Kind {
 
 thread_local! {
     /// This thread's per-thread default streams, one queue per context activation.
-    static PER_THREAD: std::cell::RefCell<Vec<Arc<Queue>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static PER_THREAD: std::cell::RefCell<PerThreadQueues> =
+        const { std::cell::RefCell::new(PerThreadQueues(Vec::new())) };
+}
+
+/// A thread's per-thread queues; at thread exit, waits for the work the thread queued on them.
+///
+/// The driver tears a thread's per-thread default stream down when the thread exits (in its own
+/// thread-exit destructor, which runs after this one). Measured on driver 580: a teardown that
+/// finds queued work there deadlocked with other threads destroying streams and events (the
+/// thread spinning in the driver's destructor, `cuStreamDestroy` and `cuEventDestroy` of other
+/// threads blocked on the driver's locks, for good). Waiting here for the thread's own work
+/// leaves the teardown nothing to wait for. It waits for no other thread's work.
+struct PerThreadQueues(Vec<Arc<Queue>>);
+
+impl Drop for PerThreadQueues {
+    fn drop(&mut self) {
+        for q in self.0.drain(..) {
+            q.drain_at_thread_exit();
+        }
+    }
 }
 
 /// The calling thread's per-thread default stream's queue in the entered context.
@@ -442,14 +460,15 @@ pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
                 return make();
             };
             if let Some(q) = v
+                .0
                 .iter()
                 .find(|q| q.device == device && q.generation == generation)
             {
                 return q.clone();
             }
-            v.retain(|q| q.device != device);
+            v.0.retain(|q| q.device != device);
             let q = make();
-            v.push(q.clone());
+            v.0.push(q.clone());
             q
         })
         // Called from a thread-local destructor: a queue of its own (its uses are fenced).

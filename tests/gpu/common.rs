@@ -110,6 +110,67 @@ pub fn check_against_cpu<I, O: PartialEq + Debug>(
     assert_same(what, &actual, &expected);
 }
 
+/// In a child process: on `SIGUSR1` (sent by [`run_in_child_within`]'s watchdog) every thread
+/// prints its stack to stderr, so that a hang's failure message shows where each thread waits.
+/// Best effort (capturing a backtrace in a signal handler is not async-signal-safe: a thread
+/// interrupted inside the allocator may not print); the watchdog kills the child soon after.
+pub fn dump_stacks_on_signal() {
+    extern "C" fn one_thread(_: libc::c_int) {
+        // SAFETY: plain syscall.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        let bt = std::backtrace::Backtrace::force_capture();
+        // The raw frames too, with the nearest exported symbol of their module (the driver's
+        // library has no others).
+        let mut ips = [std::ptr::null_mut::<libc::c_void>(); 48];
+        extern "C" {
+            fn backtrace(buf: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
+        }
+        // SAFETY: the buffer holds 48 entries.
+        let n = unsafe { backtrace(ips.as_mut_ptr(), 48) }.max(0) as usize;
+        let mut raw = String::new();
+        for ip in &ips[..n] {
+            // SAFETY: `dladdr` only reads the loader's tables; `info` is a valid out-parameter.
+            let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+            if unsafe { libc::dladdr(*ip, &mut info) } != 0 {
+                let c = |p: *const libc::c_char| {
+                    if p.is_null() {
+                        String::from("?")
+                    } else {
+                        // SAFETY: the loader's NUL-terminated strings.
+                        unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                    }
+                };
+                let file = c(info.dli_fname);
+                let file = file.rsplit('/').next().unwrap_or("?").to_string();
+                raw.push_str(&format!(
+                    "    {ip:?} {file}+{:#x} {}+{:#x}\n",
+                    *ip as usize - info.dli_fbase as usize,
+                    c(info.dli_sname),
+                    (*ip as usize).wrapping_sub(info.dli_saddr as usize)
+                ));
+            }
+        }
+        eprintln!("---- stack of thread {tid}:\n{bt}\n  raw:\n{raw}");
+    }
+    extern "C" fn all_threads(_: libc::c_int) {
+        // SAFETY: plain syscalls on this process's own threads.
+        let pid = unsafe { libc::getpid() };
+        if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+            for e in dir.flatten() {
+                if let Ok(tid) = e.file_name().to_string_lossy().parse::<libc::c_int>() {
+                    // SAFETY: as above.
+                    unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGUSR2) };
+                }
+            }
+        }
+    }
+    // SAFETY: installs handlers for two signals nothing else in the test binary uses.
+    unsafe {
+        libc::signal(libc::SIGUSR2, one_thread as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGUSR1, all_threads as *const () as libc::sighandler_t);
+    }
+}
+
 /// The environment variable that makes the test binary run one child test.
 pub const CHILD_VAR: &str = "CUDA_RUNTIME_GPU_TEST_CHILD";
 
@@ -175,6 +236,10 @@ pub fn run_in_child_within(name: &str, limit: std::time::Duration) -> String {
         match child.try_wait().expect("waiting for the child process") {
             Some(status) => break Some(status),
             None if start.elapsed() > limit => {
+                // Ask the child for every thread's stack first (see `dump_stacks_on_signal`).
+                // SAFETY: plain syscall on a process id this function started.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGUSR1) };
+                std::thread::sleep(std::time::Duration::from_secs(3));
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;

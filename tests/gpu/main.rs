@@ -41,6 +41,7 @@ fn main() {
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
+                common::dump_stacks_on_signal();
                 f();
                 std::process::exit(0);
             }

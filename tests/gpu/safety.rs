@@ -23,6 +23,7 @@ crate::tests![
     safety_per_thread_views_wait_for_another_threads_work,
     safety_per_thread_default_mode_views_wait_for_another_threads_work,
     safety_copy3d_host_side_is_ordered_after_the_async_allocation,
+    safety_per_thread_views_and_copy3d_in_one_process,
     safety_staged_sync_copy_completes_beside_a_stalled_stream,
     safety_tls_destructor_crate_calls_do_not_abort,
     ;
@@ -48,6 +49,7 @@ pub const CHILDREN: &[(&str, fn())] = &[
     ("safety_stress", stress_child),
     ("safety_per_thread_views", per_thread_views_child),
     ("safety_copy3d", copy3d_child),
+    ("safety_pair", pair_child),
 ];
 
 /// How long a hang-prone child may run before the parent kills it.
@@ -102,6 +104,14 @@ fn expect_memory_back(dev: Device, base: usize, what: &str) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Prints a step of a multi-threaded test with the time since the process started (for the
+/// output of a hung child).
+fn step(what: &str, step: &str) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = START.get_or_init(Instant::now).elapsed();
+    eprintln!("[{:8.3} ms] {what}: {step}", t.as_secs_f64() * 1e3);
 }
 
 /// `c = a + b` on `stream` for fresh random input, checked on the CPU.
@@ -201,8 +211,10 @@ fn per_thread_round(
     mem.read_then_write(&vec![f32::NAN; n]);
     let (to_b, from_a) = mpsc::channel::<HostMem>();
     let (b_done, a_wait) = mpsc::channel::<()>();
+    let what_a = what.clone();
     std::thread::scope(|sc| {
         sc.spawn(move || {
+            step(&what_a, "A: start");
             let s = stream_of().unwrap();
             let mut stamps = DeviceBuffer::<u64>::new(2).unwrap();
             // Keeps this thread's stream busy, so the fill below is still queued when thread
@@ -216,6 +228,7 @@ fn per_thread_round(
                 (HostMem::Pinned(p), _) => da.copy_to_pinned_async(p, &s).unwrap(),
                 (HostMem::Managed(m), _) => da.copy_to_pinned_async(m, &s).unwrap(),
             }
+            step(&what_a, "A: work queued");
             to_b.send(mem).unwrap();
             if !a_exits {
                 // Stay alive (with the stream's work queued) until thread B is done; an error
@@ -225,6 +238,7 @@ fn per_thread_round(
         });
         let b = sc.spawn(move || {
             let mut mem = from_a.recv().unwrap();
+            step(&what, "B: memory received");
             if write {
                 let seen = mem.read_then_write(&pattern);
                 std::thread::sleep(Duration::from_millis(300));
@@ -254,6 +268,7 @@ fn per_thread_round(
                     &first,
                 );
             }
+            step(&what, "B: done");
             drop(b_done);
         });
         if let Err(p) = b.join() {
@@ -305,6 +320,30 @@ fn per_thread_mode_child() {
     );
     per_thread_rounds(Stream::default_stream);
     println!("per-thread mode child ok");
+}
+
+/// The per-thread view rounds and the 3-D copy rounds at the same time in one process (they
+/// hung together now and then before the fix described in the crate docs' "Frees that wait for
+/// the whole device"): a hang fails the test through the watchdog.
+fn safety_per_thread_views_and_copy3d_in_one_process() {
+    let out = run_in_child_within("safety_pair", Duration::from_secs(45));
+    assert!(out.contains("pair child ok"), "{out}");
+}
+
+fn pair_child() {
+    for round in 0..2 {
+        std::thread::scope(|sc| {
+            let a = sc.spawn(per_thread_views_child);
+            let b = sc.spawn(copy3d_child);
+            for t in [a, b] {
+                if let Err(p) = t.join() {
+                    std::panic::resume_unwind(p);
+                }
+            }
+        });
+        eprintln!("pair round {round} done");
+    }
+    println!("pair child ok");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,8 +427,10 @@ fn copy3d_child() {
                     }
                 }
             }
+            step(&what, "copy queued");
             s1.synchronize().unwrap();
             s2.synchronize().unwrap();
+            step(&what, "synchronized");
             let got = out.to_vec().unwrap()[0];
             let want: f32 = xdata.iter().sum();
             assert_close(
@@ -404,6 +445,12 @@ fn copy3d_child() {
         }
     }
     eprintln!("Y reused X's memory in {reused} of {rounds} rounds");
+    drop(pool);
+    step("copy3d", "pool dropped");
+    drop(s2);
+    step("copy3d", "s2 dropped");
+    drop(s1);
+    step("copy3d", "s1 dropped");
     println!("copy3d child ok");
 }
 
