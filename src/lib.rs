@@ -67,6 +67,10 @@
 //!   `cudaFreeHost` does); their drop waits for their own uses and frees on the dropping thread
 //!   (made later from a background thread, those calls deadlocked the driver beside other
 //!   threads' stream-ordered allocations).
+//! * **Thread exit.** A thread that ends with work still queued on its per-thread default
+//!   stream waits for that work (its own, nothing else) before the driver tears the stream down:
+//!   that teardown, finding queued work, deadlocked inside the driver against other threads'
+//!   `cuStreamDestroy` and `cuEventDestroy` (measured on driver 580).
 //! * **Capture.** Fences are never recorded in, nor waited for on, a stream that is being
 //!   captured into a graph (checked with `cuStreamIsCapturing` on the slow paths only).
 //!

@@ -459,10 +459,9 @@ pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
             let Ok(mut v) = v.try_borrow_mut() else {
                 return make();
             };
-            if let Some(q) = v
-                .0
-                .iter()
-                .find(|q| q.device == device && q.generation == generation)
+            if let Some(q) =
+                v.0.iter()
+                    .find(|q| q.device == device && q.generation == generation)
             {
                 return q.clone();
             }

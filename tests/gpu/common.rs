@@ -137,7 +137,9 @@ pub fn dump_stacks_on_signal() {
                         String::from("?")
                     } else {
                         // SAFETY: the loader's NUL-terminated strings.
-                        unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                        unsafe { std::ffi::CStr::from_ptr(p) }
+                            .to_string_lossy()
+                            .into_owned()
                     }
                 };
                 let file = c(info.dli_fname);
@@ -167,7 +169,10 @@ pub fn dump_stacks_on_signal() {
     // SAFETY: installs handlers for two signals nothing else in the test binary uses.
     unsafe {
         libc::signal(libc::SIGUSR2, one_thread as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGUSR1, all_threads as *const () as libc::sighandler_t);
+        libc::signal(
+            libc::SIGUSR1,
+            all_threads as *const () as libc::sighandler_t,
+        );
     }
 }
 
