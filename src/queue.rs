@@ -40,7 +40,7 @@
 //!   belong to the graph.)
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -94,8 +94,6 @@ struct Fence {
 
 #[derive(Default)]
 struct QState {
-    /// Submissions with noted uses queued so far.
-    seq: u64,
     /// Every submission up to here is known complete.
     done: u64,
     /// Recorded fences, in increasing `seq`.
@@ -121,6 +119,9 @@ pub(crate) struct Queue {
     kind: QueueKind,
     /// For a per-thread stream: the thread that owns it.
     owner: Option<std::thread::ThreadId>,
+    /// Submissions with noted uses (and stream-ordered allocations) queued so far. Each takes
+    /// its number after it is queued; a fence reads the number before it is recorded.
+    seq: AtomicU64,
     state: Mutex<QState>,
 }
 
@@ -142,6 +143,7 @@ impl Queue {
             generation,
             kind,
             owner: (kind == QueueKind::PerThread).then(|| std::thread::current().id()),
+            seq: AtomicU64::new(0),
             state: Mutex::new(QState::default()),
         }
     }
@@ -184,12 +186,15 @@ impl Queue {
             device: self.device,
             generation: self.generation,
         });
+        // The number is read before the record: every submission numbered up to it was queued
+        // before it took its number (`Lane::submit`, `note_alloc`), so before the record.
+        let seq = self.seq.load(Ordering::SeqCst);
         // SAFETY: live event and stream of the current context.
         a.check(
             unsafe { sys::cuEventRecord(ev, self.raw()) },
             "cuEventRecord",
         )?;
-        let f = Fence { seq: st.seq, event };
+        let f = Fence { seq, event };
         // Completed fences are dropped from the front; past the cap the oldest go too (a wait
         // for an early point then uses a later fence: it waits longer, never less).
         while st.fences.len() >= 8 {
@@ -310,13 +315,10 @@ impl Queue {
         if context::in_host_fn() {
             return;
         }
-        let seq = {
-            let st = self.state.lock();
-            if st.done >= st.seq {
-                return;
-            }
-            st.seq
-        };
+        let seq = self.seq.load(Ordering::SeqCst);
+        if self.state.lock().done >= seq {
+            return;
+        }
         let Ok(Some(a)) = context::enter_live(self.device, self.generation) else {
             return;
         };
@@ -331,7 +333,7 @@ impl Queue {
 
     /// The point of the work queued so far (before a synchronising call).
     pub(crate) fn mark(&self) -> u64 {
-        self.state.lock().seq
+        self.seq.load(Ordering::SeqCst)
     }
 
     /// For callers that synchronised the whole queue after taking `mark`: everything queued up
@@ -570,8 +572,7 @@ impl<'q> Lane<'q> {
         // when `op` failed: part of the work may be queued. No lock is held while `op` runs, so
         // a submission that blocks (a synchronous copy) never holds up other threads.
         let mut st = q.state.lock();
-        st.seq += 1;
-        let seq = st.seq;
+        let seq = q.seq.fetch_add(1, Ordering::SeqCst) + 1;
         for u in uses {
             u.alloc.uses.note(q, seq, u.write);
         }
@@ -618,9 +619,8 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
 /// The point in `queue` of a stream-ordered allocation just queued there (other queues are
 /// ordered after it; the free follows it on the same queue).
 pub(crate) fn note_alloc(queue: &Queue) -> u64 {
-    let mut st = queue.state.lock();
-    st.seq += 1;
-    st.seq
+    // No lock: the number is taken after the allocation is queued, as in `Lane::submit`.
+    queue.seq.fetch_add(1, Ordering::SeqCst) + 1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -858,12 +858,12 @@ mod tests {
 
     /// Submissions numbered as `Lane::submit` numbers them, without a driver.
     fn submit(q: &Arc<Queue>, uses: &[(&Uses, bool)]) -> u64 {
-        let mut st = q.state.lock();
-        st.seq += 1;
+        let _st = q.state.lock();
+        let seq = q.seq.fetch_add(1, Ordering::SeqCst) + 1;
         for (u, write) in uses {
-            u.note(q, st.seq, *write);
+            u.note(q, seq, *write);
         }
-        st.seq
+        seq
     }
 
     #[test]

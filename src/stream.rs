@@ -234,6 +234,21 @@ impl Stream {
         self.enter()
     }
 
+    /// The queue of a created or legacy stream (the home of stream-ordered allocations, which
+    /// the per-thread stream cannot be: refused when allocating).
+    #[inline]
+    pub(crate) fn home_queue(&self) -> &Arc<Queue> {
+        self.own_queue()
+            .expect("stream-ordered allocations are never made on the per-thread stream")
+    }
+
+    /// The queue of a created or legacy stream; `None` for the per-thread stream (each thread
+    /// has its own).
+    #[inline]
+    pub(crate) fn own_queue(&self) -> Option<&Arc<Queue>> {
+        self.inner.queue.as_ref()
+    }
+
     /// Enters the stream's device and resolves the queue work submitted now goes to.
     #[inline]
     pub(crate) fn lane(&self) -> Result<Lane<'_>> {

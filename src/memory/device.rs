@@ -68,11 +68,12 @@ pub struct Alloc {
     pub(crate) generation: u64,
     /// The stream of a stream-ordered allocation (`cudaMallocAsync`), freed there, and the
     /// allocation's point in its queue.
-    home: Option<(Stream, Arc<Queue>, u64)>,
+    home: Option<(Stream, u64)>,
     /// Every queued use, as points in queues (see [`crate::queue`]).
     pub(crate) uses: Uses,
     /// For a stream-ordered allocation used outside its stream: the queues ordered after it.
-    order: parking_lot::Mutex<Order>,
+    /// (Boxed on first use: most allocations never need it, and a smaller buffer moves faster.)
+    order: parking_lot::Mutex<Option<Box<Order>>>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
@@ -90,7 +91,7 @@ impl Alloc {
             generation,
             home: None,
             uses: Uses::default(),
-            order: parking_lot::Mutex::new(Order::default()),
+            order: parking_lot::Mutex::new(None),
             ipc: false,
             host: None,
             views: AtomicUsize::new(0),
@@ -161,7 +162,8 @@ impl Alloc {
                 device: self.device,
             });
         }
-        if let Some((_, home, seq)) = &self.home {
+        if let Some((s, seq)) = &self.home {
+            let home = s.home_queue();
             if !Arc::ptr_eq(home, queue) {
                 self.order_after_alloc(home, *seq, a, queue)?;
             }
@@ -180,6 +182,7 @@ impl Alloc {
         queue: &Arc<Queue>,
     ) -> Result<()> {
         let mut order = self.order.lock();
+        let order = order.get_or_insert_with(Box::default);
         if order.done || order.waited.iter().any(|w| Arc::ptr_eq(w, queue)) {
             return Ok(());
         }
@@ -241,8 +244,14 @@ impl Drop for Alloc {
         let ipc = self.ipc;
         let home = match self.home.take() {
             // Used on its own stream only: freed there in stream order, at once.
-            Some((s, q, _)) if self.uses.only_on(&q) && self.order.get_mut().waited.is_empty() => {
-                drop(q);
+            Some((s, _))
+                if self.uses.only_on(s.home_queue())
+                    && self
+                        .order
+                        .get_mut()
+                        .as_ref()
+                        .is_none_or(|o| o.waited.is_empty()) =>
+            {
                 context::release(device, generation, "freeing device memory", move |a| {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
                     // only by work of its own stream, which the free follows.
@@ -278,7 +287,7 @@ impl Drop for Alloc {
             // driver 580. The free goes into a stream instead: the allocation's own, or the
             // crate's stream for frees; every use of the memory is done already.
             let stream = match &home {
-                Some((s, _, _)) => s.as_raw(),
+                Some((s, _)) => s.as_raw(),
                 None => a.free_stream()?,
             };
             // SAFETY: a live allocation of this context whose uses are all done.
@@ -1164,7 +1173,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         pool: Option<&super::MemPool>,
     ) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len, "device allocation size")?;
-        if on.is_some_and(|s| s.as_raw() == stream::per_thread_raw()) {
+        // (Exactly the streams without a queue of their own: `Stream::home_queue` relies on it.)
+        if on.is_some_and(|s| s.own_queue().is_none()) {
             return Err(Error::InvalidValue {
                 what: "stream of a stream-ordered allocation",
                 value: "the per-thread default stream".into(),
@@ -1174,20 +1184,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             });
         }
         let (a, home) = match on {
-            Some(s) => {
-                let lane = s.lane()?;
-                let q = lane.queue().clone();
-                (lane.a, Some((s.clone(), q)))
-            }
+            Some(s) => (s.enter()?, Some(s)),
             None => (context::enter_current()?, None),
         };
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
-            queue::alloc_retry(&a, || match &home {
+            queue::alloc_retry(&a, || match home {
                 // SAFETY: the context is current; valid out-parameter; live stream and pool
                 // of this context (checked by the caller).
-                Some((s, _)) => match pool {
+                Some(s) => match pool {
                     Some(p) => a.check(
                         unsafe {
                             sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, p.as_raw(), s.as_raw())
@@ -1204,9 +1210,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             })?;
         }
         let mut alloc = Alloc::plain(ptr, bytes, device, a.generation());
-        if let Some((s, q)) = home {
-            let seq = queue::note_alloc(&q);
-            alloc.home = Some((s, q, seq));
+        if let Some(s) = home {
+            let seq = queue::note_alloc(s.home_queue());
+            alloc.home = Some((s.clone(), seq));
         }
         Ok(DeviceBuffer {
             alloc,
@@ -1308,7 +1314,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// The stream a stream-ordered buffer is freed on.
     pub fn stream(&self) -> Option<&Stream> {
-        self.alloc.home.as_ref().map(|(s, _, _)| s)
+        self.alloc.home.as_ref().map(|(s, _)| s)
     }
 
     read_ops!();
