@@ -250,7 +250,7 @@ impl Drop for Alloc {
                         .order
                         .get_mut()
                         .as_ref()
-                        .is_none_or(|o| o.waited.is_empty()) =>
+                        .map_or(true, |o| o.waited.is_empty()) =>
             {
                 context::release(device, generation, "freeing device memory", move |a| {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
