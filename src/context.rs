@@ -68,7 +68,16 @@ static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 static RUNTIME: OnceLock<Result<Runtime>> = OnceLock::new();
 
+#[inline]
 fn runtime() -> Result<&'static Runtime> {
+    match RUNTIME.get() {
+        Some(Ok(rt)) => Ok(rt),
+        _ => runtime_slow(),
+    }
+}
+
+#[cold]
+fn runtime_slow() -> Result<&'static Runtime> {
     RUNTIME
         .get_or_init(|| {
             driver::init()?;
@@ -124,7 +133,7 @@ pub(crate) fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
     usize::try_from(ordinal)
         .ok()
         .and_then(|i| rt.devices.get(i))
-        .ok_or(Error::InvalidDevice {
+        .ok_or_else(|| Error::InvalidDevice {
             ordinal,
             count: rt.devices.len() as i32,
         })
@@ -419,7 +428,11 @@ pub(crate) fn enter(ordinal: i32) -> Result<Active> {
 /// context is still the live one, without creating a context. `Ok(None)`: the context was reset
 /// and the handle's driver state died with it.
 pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
-    let dev = device_state(ordinal)?;
+    enter_live_in(device_state(ordinal)?, generation)
+}
+
+#[inline]
+fn enter_live_in(dev: &'static DeviceState, generation: u64) -> Result<Option<Active>> {
     let guard = read_guard(dev)?;
     if !guard.is(generation) {
         return Ok(None);
@@ -559,9 +572,12 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// could never end ([`Error::InHostFunction`] instead).
 fn read_guard(dev: &'static DeviceState) -> Result<RwLockReadGuard<'static, CtxState>> {
     if in_host_fn() {
-        return dev.ctx.try_read_recursive().ok_or(Error::InHostFunction {
-            call: "waiting for a device reset in progress",
-        });
+        return dev
+            .ctx
+            .try_read_recursive()
+            .ok_or_else(|| Error::InHostFunction {
+                call: "waiting for a device reset in progress",
+            });
     }
     Ok(dev.ctx.read_recursive())
 }
@@ -667,7 +683,7 @@ pub(crate) fn release(
     let Ok(dev) = device_state(ordinal) else {
         return;
     };
-    match enter_live(ordinal, generation) {
+    match enter_live_in(dev, generation) {
         Ok(Some(a)) => {
             if let Err(e) = f(&a) {
                 dev.defer(during, e);

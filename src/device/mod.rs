@@ -98,7 +98,7 @@ impl DeviceFlags {
 
     /// Checks that at most one schedule bit is set.
     fn validate(bits: u32) -> Result<DeviceFlags> {
-        let flags = DeviceFlags::from_bits(bits).ok_or(Error::InvalidFlags {
+        let flags = DeviceFlags::from_bits(bits).ok_or_else(|| Error::InvalidFlags {
             call: "cudaSetDeviceFlags",
             flags: bits,
             allowed: DeviceFlags::all().bits(),

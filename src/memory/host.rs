@@ -531,11 +531,13 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 
     fn alloc(len: usize, flags: HostAllocFlags) -> Result<PinnedBuffer<T>> {
         check_flags(flags.bits(), HostAllocFlags::all().bits(), "cudaHostAlloc")?;
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::InvalidValue {
-            what: "cudaHostAlloc size",
-            value: format!("{len} elements of {} bytes", size_of::<T>()),
-            reason: "the size in bytes overflows usize",
-        })?;
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::InvalidValue {
+                what: "cudaHostAlloc size",
+                value: format!("{len} elements of {} bytes", size_of::<T>()),
+                reason: "the size in bytes overflows usize",
+            })?;
         let a = context::enter_current()?;
         let (device, generation) = (a.dev.ordinal, a.generation());
         let (host, kind) = if bytes == 0 {

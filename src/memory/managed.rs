@@ -140,11 +140,13 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     }
 
     fn alloc(len: usize, attach: MemAttach) -> Result<ManagedBuffer<T>> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::InvalidValue {
-            what: "cudaMallocManaged size",
-            value: format!("{len} elements of {} bytes", size_of::<T>()),
-            reason: "the size in bytes overflows usize",
-        })?;
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::InvalidValue {
+                what: "cudaMallocManaged size",
+                value: format!("{len} elements of {} bytes", size_of::<T>()),
+                reason: "the size in bytes overflows usize",
+            })?;
         let a = context::enter_current()?;
         let (device, generation) = (a.dev.ordinal, a.generation());
         if bytes == 0 {
