@@ -130,13 +130,17 @@ pub(crate) fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
     if rt.devices.is_empty() {
         return Err(Error::NoDevice);
     }
-    usize::try_from(ordinal)
+    // (A match, not `ok_or`: an error value built eagerly is dropped on every call.)
+    match usize::try_from(ordinal)
         .ok()
         .and_then(|i| rt.devices.get(i))
-        .ok_or_else(|| Error::InvalidDevice {
+    {
+        Some(d) => Ok(d),
+        None => Err(Error::InvalidDevice {
             ordinal,
             count: rt.devices.len() as i32,
-        })
+        }),
+    }
 }
 
 struct ThreadState {
@@ -572,12 +576,12 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// could never end ([`Error::InHostFunction`] instead).
 fn read_guard(dev: &'static DeviceState) -> Result<RwLockReadGuard<'static, CtxState>> {
     if in_host_fn() {
-        return dev
-            .ctx
-            .try_read_recursive()
-            .ok_or_else(|| Error::InHostFunction {
+        return match dev.ctx.try_read_recursive() {
+            Some(g) => Ok(g),
+            None => Err(Error::InHostFunction {
                 call: "waiting for a device reset in progress",
-            });
+            }),
+        };
     }
     Ok(dev.ctx.read_recursive())
 }
