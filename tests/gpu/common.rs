@@ -176,6 +176,17 @@ pub fn dump_stacks_on_signal() {
     }
 }
 
+/// How many times longer than usual the tests may take (`CUDA_RUNTIME_TEST_SLOW`, default 1):
+/// watchdogs are stretched by it, for runs under compute-sanitizer, which slows every driver call
+/// and kernel.
+pub fn slow_factor() -> u32 {
+    std::env::var("CUDA_RUNTIME_TEST_SLOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&f| f >= 1)
+        .unwrap_or(1)
+}
+
 /// The environment variable that makes the test binary run one child test.
 pub const CHILD_VAR: &str = "CUDA_RUNTIME_GPU_TEST_CHILD";
 
@@ -236,6 +247,7 @@ pub fn run_in_child_within(name: &str, limit: std::time::Duration) -> String {
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
+    let limit = limit * slow_factor();
     let start = std::time::Instant::now();
     let status = loop {
         match child.try_wait().expect("waiting for the child process") {

@@ -3,6 +3,11 @@
 //! Without a usable driver and device every test is reported as *ignored*, and the reason is
 //! printed first. With `CUDA_RUNTIME_REQUIRE_GPU=1` they run anyway, so a missing GPU fails them.
 //! Tests marked exclusive (device reset, device flags) run while no other test runs.
+//!
+//! Under compute-sanitizer, stretch the watchdogs of the child-process tests and leave out the
+//! one test that faults on purpose (its illegal address is the point of it):
+//! `CUDA_RUNTIME_TEST_SLOW=10 GPU_TIMEOUT=560 SANITIZE_TOOLS=memcheck bash .gpu/run.sh sanitize --
+//! --skip sticky_error_in_a_child_process` (one tool per run: each takes minutes).
 
 mod common;
 mod device;
