@@ -9,13 +9,18 @@
 //!   *generation* of the context it was made in; after a reset the generation changes and the
 //!   handle's calls fail with [`Error::ContextDestroyed`] instead of touching freed driver state.
 //!   Calls hold a shared lock on the device's context for their duration and reset takes it
-//!   exclusively, so a reset never frees state that another thread's call is using.
+//!   exclusively, so a reset never frees state that another thread's call is using. The lock
+//!   ([`crate::ctx_lock`]) makes shared entries cost no atomic read-modify-write; a null driver
+//!   (`probes/null_driver`, run by CI) checks that no call reaches the driver during a reset or
+//!   with a handle of a reset context.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+use parking_lot::Mutex;
+
+use crate::ctx_lock::{self, CtxLock, ReadGuard};
 
 use crate::driver::{self, sys, Raw};
 use crate::error::{DeferredError, Error, ErrorCode, Result};
@@ -41,7 +46,8 @@ impl CtxState {
 pub(crate) struct DeviceState {
     pub(crate) ordinal: i32,
     pub(crate) raw: sys::CUdevice,
-    pub(crate) ctx: RwLock<CtxState>,
+    /// Held shared by every call for its duration, exclusively by a reset (see `ctx_lock`).
+    pub(crate) ctx: CtxLock<CtxState>,
     /// The number of a sticky [`ErrorCode`] that corrupted the context; 0 when none.
     sticky: AtomicU32,
     deferred: Mutex<Vec<DeferredError>>,
@@ -80,6 +86,8 @@ fn runtime() -> Result<&'static Runtime> {
 fn runtime_slow() -> Result<&'static Runtime> {
     RUNTIME
         .get_or_init(|| {
+            // Before any context lock exists (so before any call can enter a device).
+            ctx_lock::init();
             driver::init()?;
             let mut count = 0i32;
             // SAFETY: the driver is initialised; the pointer is valid for one int.
@@ -98,10 +106,13 @@ fn runtime_slow() -> Result<&'static Runtime> {
                 devices.push(DeviceState {
                     ordinal,
                     raw,
-                    ctx: RwLock::new(CtxState {
-                        ctx: Raw::null(),
-                        generation: 0,
-                    }),
+                    ctx: CtxLock::new(
+                        CtxState {
+                            ctx: Raw::null(),
+                            generation: 0,
+                        },
+                        ordinal,
+                    ),
                     sticky: AtomicU32::new(0),
                     deferred: Mutex::new(Vec::new()),
                     launch_limits: OnceLock::new(),
@@ -169,7 +180,7 @@ pub(crate) fn set_current_ordinal(ordinal: i32) {
 /// cannot be reset while this lives.
 pub(crate) struct Active {
     pub(crate) dev: &'static DeviceState,
-    guard: RwLockReadGuard<'static, CtxState>,
+    guard: ReadGuard<'static, CtxState>,
 }
 
 impl Active {
@@ -574,7 +585,7 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// Takes the shared lock on a device's context. Inside a host function it does not wait: a
 /// reset holding the lock may be waiting for the host function's own stream, so waiting there
 /// could never end ([`Error::InHostFunction`] instead).
-fn read_guard(dev: &'static DeviceState) -> Result<RwLockReadGuard<'static, CtxState>> {
+fn read_guard(dev: &'static DeviceState) -> Result<ReadGuard<'static, CtxState>> {
     if in_host_fn() {
         return match dev.ctx.try_read_recursive() {
             Some(g) => Ok(g),
@@ -589,7 +600,7 @@ fn read_guard(dev: &'static DeviceState) -> Result<RwLockReadGuard<'static, CtxS
 /// A context kept alive (not reset) without being made current: for calls that name a second
 /// context, such as peer copies.
 pub(crate) struct Pinned {
-    guard: RwLockReadGuard<'static, CtxState>,
+    guard: ReadGuard<'static, CtxState>,
 }
 
 impl Pinned {

@@ -80,6 +80,7 @@
 #![warn(missing_docs)]
 
 mod context;
+mod ctx_lock;
 pub mod device;
 mod driver;
 pub mod error;

@@ -1,0 +1,130 @@
+//! Runs the crate against the null driver (`../nulldrv.c`): threads that make and drop
+//! streams, events and buffers (stream-ordered and not, kept across resets and dropped later)
+//! while another thread resets the device again and again. The null driver counts every call
+//! made while a reset runs, in a context that was reset, or with a handle or pointer of a reset
+//! context. Exits non-zero on any violation, panic or hang (run.sh adds a timeout).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuda_runtime::{Device, DeviceBuffer, Event, Stream, StreamFlags};
+
+fn null_driver_count(name: &str) -> u64 {
+    let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
+    let sym = std::ffi::CString::new(name).unwrap();
+    // SAFETY: dlopen/dlsym of the null driver, already loaded by the crate; the symbol is a
+    // `uint64_t (void)` function (see nulldrv.c).
+    unsafe {
+        let h = libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        assert!(!h.is_null(), "the null driver is not loaded");
+        let f = libc::dlsym(h, sym.as_ptr());
+        assert!(!f.is_null(), "not the null driver: no {name}");
+        let f: extern "C" fn() -> u64 = std::mem::transmute(f);
+        f()
+    }
+}
+
+fn main() {
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3);
+    let dev = Device::current().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..6)
+        .map(|t| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut r = fastrand::Rng::with_seed(t);
+                let mut kept_streams: Vec<Stream> = Vec::new();
+                let mut kept: Vec<DeviceBuffer<u32>> = Vec::new();
+                let mut ops = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let flags = if r.bool() {
+                        StreamFlags::NON_BLOCKING
+                    } else {
+                        StreamFlags::empty()
+                    };
+                    let Ok(s) = Stream::with_flags(flags) else {
+                        continue;
+                    };
+                    for _ in 0..20 {
+                        match r.u32(0..6) {
+                            0 => {
+                                if let Ok(b) = DeviceBuffer::<u32>::new_async(1024, &s) {
+                                    kept.push(b);
+                                }
+                            }
+                            1 => {
+                                if let Ok(mut b) = DeviceBuffer::<u32>::new(1024) {
+                                    let _ = b.fill_async(7, &s);
+                                    kept.push(b);
+                                }
+                            }
+                            2 => {
+                                if let Ok(e) = Event::new() {
+                                    let _ = e.record(&s);
+                                    let _ = s.wait_event(&e);
+                                }
+                            }
+                            3 => {
+                                let _ = s.synchronize();
+                            }
+                            4 => {
+                                if !kept.is_empty() {
+                                    let i = r.usize(..kept.len());
+                                    let b = kept.swap_remove(i);
+                                    if r.bool() {
+                                        let _ = b.to_vec();
+                                    }
+                                    drop(b);
+                                }
+                            }
+                            _ => {
+                                if let Some(mut b) = kept.pop() {
+                                    let _ = b.fill_async(1, &s);
+                                    kept.push(b);
+                                }
+                            }
+                        }
+                        ops += 1;
+                    }
+                    if r.u32(0..4) == 0 {
+                        kept_streams.push(s);
+                    }
+                    if kept_streams.len() > 8 {
+                        kept_streams.remove(0);
+                    }
+                    if kept.len() > 64 {
+                        kept.drain(..32);
+                    }
+                }
+                ops
+            })
+        })
+        .collect();
+    let t = Instant::now();
+    let mut resets = 0u64;
+    while t.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_micros(300));
+        match dev.reset() {
+            Ok(()) => resets += 1,
+            Err(e) => eprintln!("reset: {e}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let ops: u64 = workers
+        .into_iter()
+        .map(|w| w.join().expect("a worker panicked"))
+        .sum();
+    let v = null_driver_count("nulldrv_violations");
+    println!(
+        "null-driver harness: {ops} operations on 6 threads, {resets} resets ({} seen by the \
+         driver), {v} violations",
+        null_driver_count("nulldrv_resets")
+    );
+    if v != 0 {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Checks the crate's reset exclusion and handle generations against a null driver, on a machine
+# without a GPU: bash probes/null_driver/run.sh [seconds]. Needs gcc.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${NULL_DRIVER_DIR:-/tmp/cuda-runtime-null-driver}
+mkdir -p "$out"
+gcc -shared -fPIC -O2 -o "$out/libcuda.so.1" "$here/nulldrv.c" -Wl,-soname,libcuda.so.1 -lpthread
+ln -sf libcuda.so.1 "$out/libcuda.so"
+CARGO_TARGET_DIR="$out/target" cargo build --release --quiet --manifest-path "$here/harness/Cargo.toml"
+LD_LIBRARY_PATH="$out" timeout 120 "$out/target/release/null-driver-harness" "${1:-3}"
