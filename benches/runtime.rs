@@ -505,6 +505,125 @@ impl Setup {
     }
 }
 
+/// A raw handle handed to the worker threads of the threaded figure.
+#[derive(Clone, Copy)]
+struct Handle(*mut c_void);
+// SAFETY: driver and runtime handles may be used from any thread; the workers use them only
+// while `Setup` (which owns them) lives, inside `std::thread::scope`.
+unsafe impl Send for Handle {}
+// SAFETY: as above.
+unsafe impl Sync for Handle {}
+
+/// Time per launch on each of `threads` threads launching the empty kernel `per` times on a
+/// stream of its own, all at once (microseconds: the slowest thread's time over `per`).
+fn threaded_launch_us(setup: &Setup, way: Way, threads: usize, per: u32) -> Option<f64> {
+    if way == Way::Cudart && setup.cudart.is_none() {
+        return None;
+    }
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-parameter; the crate made its context current on this thread.
+    ck(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent");
+    let ctx = Handle(ctx.cast());
+    let empty = Handle(setup.raw.empty.cast());
+    let cudart = setup.cudart.as_ref().map(|c| {
+        (
+            c.stream_create,
+            c.launch,
+            c.stream_sync,
+            Handle(c.empty as *mut c_void),
+        )
+    });
+    let barrier = std::sync::Barrier::new(threads);
+    let times: Vec<Duration> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = &barrier;
+                sc.spawn(move || {
+                    let cfg = LaunchConfig::new(1u32, 1u32);
+                    let (ctx, empty) = (ctx, empty);
+                    let run = |launch: &mut dyn FnMut()| {
+                        barrier.wait();
+                        let t = Instant::now();
+                        for _ in 0..per {
+                            launch();
+                        }
+                        t.elapsed()
+                    };
+                    match way {
+                        Way::Crate => {
+                            let s = Stream::new().unwrap_or_else(|e| die(&e.to_string()));
+                            let d = run(&mut || {
+                                kernels::params::empty(&s, &cfg)
+                                    .unwrap_or_else(|e| die(&e.to_string()))
+                            });
+                            s.synchronize().unwrap_or_else(|e| die(&e.to_string()));
+                            d
+                        }
+                        Way::Driver => {
+                            let mut s: sys::CUstream = std::ptr::null_mut();
+                            // SAFETY: the crate's primary context, live for the bench; valid
+                            // out-parameter; the stream is destroyed below.
+                            unsafe {
+                                ck(sys::cuCtxSetCurrent(ctx.0.cast()), "cuCtxSetCurrent");
+                                ck(sys::cuStreamCreate(&mut s, 0), "cuStreamCreate");
+                            }
+                            let d = run(&mut || {
+                                // SAFETY: a kernel without parameters on a live stream.
+                                ck(
+                                    unsafe {
+                                        sys::cuLaunchKernel(
+                                            empty.0.cast(),
+                                            1,
+                                            1,
+                                            1,
+                                            1,
+                                            1,
+                                            1,
+                                            0,
+                                            s,
+                                            std::ptr::null_mut(),
+                                            std::ptr::null_mut(),
+                                        )
+                                    },
+                                    "cuLaunchKernel",
+                                )
+                            });
+                            // SAFETY: the stream made above.
+                            unsafe {
+                                ck(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+                                ck(sys::cuStreamDestroy_v2(s), "cuStreamDestroy");
+                            }
+                            d
+                        }
+                        Way::Cudart => {
+                            let (create, launch, sync, kernel) = cudart.expect("checked above");
+                            let mut s: CudaStream = std::ptr::null_mut();
+                            let one = Dim3 { x: 1, y: 1, z: 1 };
+                            // SAFETY: libcudart's entry points with valid arguments.
+                            ok(unsafe { create(&mut s) }, "cudaStreamCreate");
+                            let d = run(&mut || {
+                                // SAFETY: libcudart's kernel handle of `empty` (no parameters).
+                                ok(
+                                    unsafe {
+                                        launch(kernel.0, one, one, std::ptr::null_mut(), 0, s)
+                                    },
+                                    "cudaLaunchKernel",
+                                )
+                            });
+                            // SAFETY: the stream made above.
+                            ok(unsafe { sync(s) }, "cudaStreamSynchronize");
+                            d
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let slowest = times.into_iter().max()?;
+    Some(slowest.as_secs_f64() * 1e6 / per as f64)
+}
+
 fn main() {
     let count = match cuda_runtime::device_count() {
         Ok(n) if n > 0 => n,
@@ -594,4 +713,39 @@ fn main() {
         "targets: launch submit <= 1.05x driver and < libcudart; event record <= 1.05x driver;"
     );
     println!("         launch+sync and host-function round trips <= libcudart");
+
+    // Many threads at once, each on a stream of its own: what the context lock and the queue
+    // bookkeeping cost when every thread enters the same device.
+    let threads = 8;
+    let mut v: [Vec<f64>; 3] = Default::default();
+    for _ in 0..7 {
+        for (i, way) in [Way::Crate, Way::Driver, Way::Cudart]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(us) = threaded_launch_us(&setup, way, threads, 5000) {
+                v[i].push(us);
+            }
+        }
+    }
+    let [ours, raw, rt] = v.map(|mut x| {
+        x.sort_by(f64::total_cmp);
+        x.get(x.len() / 2).copied()
+    });
+    let show = |v: Option<f64>| v.map_or("-".into(), |us| format!("{us:.3}"));
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.3}x", a / b),
+        _ => "-".into(),
+    };
+    println!(
+        "{:<42} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        format!("empty launch, {threads} threads at once (us)"),
+        show(ours),
+        show(raw),
+        show(rt),
+        ratio(ours, raw),
+        ratio(ours, rt)
+    );
+    println!("(median of 7 runs; each thread launches 5000 times on its own stream; the slowest");
+    println!(" thread's time per launch)");
 }
