@@ -79,6 +79,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "c-abi")]
+#[doc(hidden)]
+pub mod abi;
 mod context;
 mod ctx_lock;
 pub mod device;

@@ -1,0 +1,310 @@
+//! Device, page-locked, managed and stream-ordered memory; copies and memsets. Pointers are the
+//! driver's (unified addressing), handed to C unboxed: C programs own them.
+use std::ffi::c_void;
+
+use cuda_runtime::abi::sys;
+use cuda_runtime::ErrorCode;
+
+use crate::{code, cudaError_t, cudaStream_t, dptr, driver, export, fail, out, stream_of};
+
+/// Writes an allocation's address into the caller's pointer (after a successful driver call).
+fn allocate(
+    ptr: *mut *mut c_void,
+    call: &'static str,
+    f: impl FnOnce(&mut sys::CUdeviceptr) -> sys::CUresult,
+) -> cudaError_t {
+    let p = match out(ptr, call) {
+        Ok(p) => p,
+        Err(e) => return code(Err(e)),
+    };
+    let mut d: sys::CUdeviceptr = 0;
+    let r = driver(call, || f(&mut d));
+    if r == 0 {
+        *p = d as usize as *mut c_void;
+    }
+    r
+}
+
+export! {
+    /// `cudaMalloc`. A size of 0 gives a null pointer and success, as libcudart.
+    fn cudaMalloc(devPtr: *mut *mut c_void, size: usize) -> cudaError_t {
+        if size == 0 {
+            return code(out(devPtr, "cudaMalloc").map(|p| *p = std::ptr::null_mut()));
+        }
+        // SAFETY: valid out-parameter, context current (`driver`).
+        allocate(devPtr, "cuMemAlloc", |d| unsafe { sys::cuMemAlloc_v2(d, size) })
+    }
+}
+
+export! {
+    /// `cudaFree`: null is allowed (and initialises the context, as libcudart).
+    fn cudaFree(devPtr: *mut c_void) -> cudaError_t {
+        if devPtr.is_null() {
+            return driver("cudaFree", || sys::CUresult::CUDA_SUCCESS);
+        }
+        // SAFETY: the caller's allocation (the driver checks it).
+        driver("cuMemFree", || unsafe { sys::cuMemFree_v2(dptr(devPtr)) })
+    }
+}
+
+export! {
+    /// `cudaMallocHost`: page-locked, portable to every device and mapped.
+    fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> cudaError_t {
+        host_alloc(ptr, size, 0)
+    }
+}
+
+export! {
+    /// `cudaHostAlloc` (flags as `cudaHostAlloc*`, equal to the driver's; memory is portable).
+    fn cudaHostAlloc(pHost: *mut *mut c_void, size: usize, flags: u32) -> cudaError_t {
+        if flags & !0x7 != 0 {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaHostAlloc")));
+        }
+        host_alloc(pHost, size, flags)
+    }
+}
+
+fn host_alloc(ptr: *mut *mut c_void, size: usize, flags: u32) -> cudaError_t {
+    let p = match out(ptr, "cudaHostAlloc") {
+        Ok(p) => p,
+        Err(e) => return code(Err(e)),
+    };
+    let mut h: *mut c_void = std::ptr::null_mut();
+    // Portable (0x1) and mapped (0x2) as libcudart's page-locked memory.
+    // SAFETY: valid out-parameter, context current.
+    let r = driver("cuMemHostAlloc", || unsafe {
+        sys::cuMemHostAlloc(&mut h, size, flags | 0x1 | 0x2)
+    });
+    if r == 0 {
+        *p = h;
+    }
+    r
+}
+
+export! {
+    /// `cudaFreeHost`.
+    fn cudaFreeHost(ptr: *mut c_void) -> cudaError_t {
+        // SAFETY: the caller's page-locked allocation (the driver checks it).
+        driver("cuMemFreeHost", || unsafe { sys::cuMemFreeHost(ptr) })
+    }
+}
+
+export! {
+    /// `cudaMallocManaged` (flags `cudaMemAttachGlobal` / `cudaMemAttachHost`, the driver's).
+    fn cudaMallocManaged(devPtr: *mut *mut c_void, size: usize, flags: u32) -> cudaError_t {
+        // SAFETY: valid out-parameter, context current.
+        allocate(devPtr, "cuMemAllocManaged", |d| unsafe {
+            sys::cuMemAllocManaged(d, size, flags)
+        })
+    }
+}
+
+fn malloc_async(ptr: *mut *mut c_void, size: usize, s: cudaStream_t, pt: bool) -> cudaError_t {
+    // SAFETY: valid out-parameter, a stream of the caller's (the driver checks it).
+    allocate(ptr, "cuMemAllocAsync", |d| unsafe {
+        sys::cuMemAllocAsync(d, size, stream_of(s, pt))
+    })
+}
+
+fn free_async(p: *mut c_void, s: cudaStream_t, pt: bool) -> cudaError_t {
+    // SAFETY: the caller's allocation and stream (the driver checks them).
+    driver("cuMemFreeAsync", || unsafe {
+        sys::cuMemFreeAsync(dptr(p), stream_of(s, pt))
+    })
+}
+
+export! {
+    /// `cudaMallocAsync`.
+    fn cudaMallocAsync(devPtr: *mut *mut c_void, size: usize, hStream: cudaStream_t) -> cudaError_t {
+        malloc_async(devPtr, size, hStream, false)
+    }
+}
+
+export! {
+    /// `cudaMallocAsync` with stream 0 as the per-thread stream.
+    fn cudaMallocAsync_ptsz(devPtr: *mut *mut c_void, size: usize, hStream: cudaStream_t) -> cudaError_t {
+        malloc_async(devPtr, size, hStream, true)
+    }
+}
+
+export! {
+    /// `cudaFreeAsync`.
+    fn cudaFreeAsync(devPtr: *mut c_void, hStream: cudaStream_t) -> cudaError_t {
+        free_async(devPtr, hStream, false)
+    }
+}
+
+export! {
+    /// `cudaFreeAsync` with stream 0 as the per-thread stream.
+    fn cudaFreeAsync_ptsz(devPtr: *mut c_void, hStream: cudaStream_t) -> cudaError_t {
+        free_async(devPtr, hStream, true)
+    }
+}
+
+/// `cudaMemcpyKind` values 0..=4; others are `cudaErrorInvalidMemcpyDirection`.
+fn check_kind(kind: i32, call: &'static str) -> Result<(), cuda_runtime::Error> {
+    if (0..=4).contains(&kind) {
+        Ok(())
+    } else {
+        Err(fail(ErrorCode::InvalidMemcpyDirection, call))
+    }
+}
+
+fn memcpy(dst: *mut c_void, src: *const c_void, n: usize, kind: i32, pt: bool) -> cudaError_t {
+    if let Err(e) = check_kind(kind, "cudaMemcpy") {
+        return code(Err(e));
+    }
+    if n == 0 {
+        return 0;
+    }
+    if pt {
+        let s = stream_of(std::ptr::null_mut(), true);
+        // SAFETY: the caller's pointers, valid for `n` bytes (the driver checks device sides).
+        let r = driver("cuMemcpyAsync", || unsafe {
+            sys::cuMemcpyAsync(dptr(dst), dptr(src), n, s)
+        });
+        if r != 0 {
+            return r;
+        }
+        // SAFETY: the calling thread's per-thread stream.
+        return driver("cuStreamSynchronize", || unsafe {
+            sys::cuStreamSynchronize(s)
+        });
+    }
+    // SAFETY: as above; synchronous on the legacy default stream, as cudaMemcpy.
+    driver("cuMemcpy", || unsafe {
+        sys::cuMemcpy(dptr(dst), dptr(src), n)
+    })
+}
+
+export! {
+    /// `cudaMemcpy` (unified addressing: the kind is checked, the driver finds the direction).
+    fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: i32) -> cudaError_t {
+        memcpy(dst, src, count, kind, false)
+    }
+}
+
+export! {
+    /// `cudaMemcpy` on the per-thread default stream.
+    fn cudaMemcpy_ptds(dst: *mut c_void, src: *const c_void, count: usize, kind: i32) -> cudaError_t {
+        memcpy(dst, src, count, kind, true)
+    }
+}
+
+fn memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    kind: i32,
+    s: cudaStream_t,
+    pt: bool,
+) -> cudaError_t {
+    if let Err(e) = check_kind(kind, "cudaMemcpyAsync") {
+        return code(Err(e));
+    }
+    if n == 0 {
+        return 0;
+    }
+    // SAFETY: the caller's pointers and stream.
+    driver("cuMemcpyAsync", || unsafe {
+        sys::cuMemcpyAsync(dptr(dst), dptr(src), n, stream_of(s, pt))
+    })
+}
+
+export! {
+    /// `cudaMemcpyAsync`.
+    fn cudaMemcpyAsync(dst: *mut c_void, src: *const c_void, count: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        memcpy_async(dst, src, count, kind, stream, false)
+    }
+}
+
+export! {
+    /// `cudaMemcpyAsync` with stream 0 as the per-thread stream.
+    fn cudaMemcpyAsync_ptsz(dst: *mut c_void, src: *const c_void, count: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        memcpy_async(dst, src, count, kind, stream, true)
+    }
+}
+
+fn memset(p: *mut c_void, value: i32, n: usize, s: Option<cudaStream_t>, pt: bool) -> cudaError_t {
+    if n == 0 {
+        return 0;
+    }
+    match s {
+        // SAFETY: the caller's allocation, valid for `n` bytes (the driver checks it).
+        None if !pt => driver("cuMemsetD8", || unsafe {
+            sys::cuMemsetD8_v2(dptr(p), value as u8, n)
+        }),
+        _ => {
+            let st = stream_of(s.unwrap_or(std::ptr::null_mut()), pt);
+            // SAFETY: as above, on the caller's stream.
+            let r = driver("cuMemsetD8Async", || unsafe {
+                sys::cuMemsetD8Async(dptr(p), value as u8, n, st)
+            });
+            if r != 0 || s.is_some() {
+                return r;
+            }
+            // `cudaMemset_ptds`: synchronous on the per-thread stream.
+            // SAFETY: the calling thread's per-thread stream.
+            driver("cuStreamSynchronize", || unsafe {
+                sys::cuStreamSynchronize(st)
+            })
+        }
+    }
+}
+
+export! {
+    /// `cudaMemset` (bytes).
+    fn cudaMemset(devPtr: *mut c_void, value: i32, count: usize) -> cudaError_t {
+        memset(devPtr, value, count, None, false)
+    }
+}
+
+export! {
+    /// `cudaMemset` on the per-thread default stream.
+    fn cudaMemset_ptds(devPtr: *mut c_void, value: i32, count: usize) -> cudaError_t {
+        memset(devPtr, value, count, None, true)
+    }
+}
+
+export! {
+    /// `cudaMemsetAsync` (bytes).
+    fn cudaMemsetAsync(devPtr: *mut c_void, value: i32, count: usize, stream: cudaStream_t) -> cudaError_t {
+        memset(devPtr, value, count, Some(stream), false)
+    }
+}
+
+export! {
+    /// `cudaMemsetAsync` with stream 0 as the per-thread stream.
+    fn cudaMemsetAsync_ptsz(devPtr: *mut c_void, value: i32, count: usize, stream: cudaStream_t) -> cudaError_t {
+        memset(devPtr, value, count, Some(stream), true)
+    }
+}
+
+/// `cudaChannelFormatDesc`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cudaChannelFormatDesc {
+    /// Bits of x.
+    pub x: i32,
+    /// Bits of y.
+    pub y: i32,
+    /// Bits of z.
+    pub z: i32,
+    /// Bits of w.
+    pub w: i32,
+    /// `cudaChannelFormatKind`.
+    pub f: i32,
+}
+
+/// `cudaCreateChannelDesc`: the descriptor of the given bits and kind (returned by value).
+#[no_mangle]
+pub extern "C" fn cudaCreateChannelDesc(
+    x: i32,
+    y: i32,
+    z: i32,
+    w: i32,
+    f: i32,
+) -> cudaChannelFormatDesc {
+    cudaChannelFormatDesc { x, y, z, w, f }
+}
+crate::symver!(cudaCreateChannelDesc);

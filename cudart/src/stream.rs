@@ -1,0 +1,127 @@
+//! Streams: created streams are the driver's, handed to C unboxed; stream 0 is the legacy
+//! default stream, or the thread's per-thread stream in the `_ptsz` variants.
+use cuda_runtime::abi::sys;
+use cuda_runtime::ErrorCode;
+
+use crate::{
+    code, cudaError_t, cudaEvent_t, cudaStream_t, driver, driver_query, export, fail, out,
+    stream_of,
+};
+
+fn create(p: *mut cudaStream_t, flags: u32, priority: i32) -> cudaError_t {
+    if flags & !0x1 != 0 {
+        return code(Err(fail(
+            ErrorCode::InvalidValue,
+            "cudaStreamCreateWithFlags",
+        )));
+    }
+    let p = match out(p, "cudaStreamCreate") {
+        Ok(p) => p,
+        Err(e) => return code(Err(e)),
+    };
+    let mut s: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: valid out-parameter, context current.
+    let r = driver("cuStreamCreateWithPriority", || unsafe {
+        sys::cuStreamCreateWithPriority(&mut s, flags, priority)
+    });
+    if r == 0 {
+        *p = s;
+    }
+    r
+}
+
+export! {
+    /// `cudaStreamCreate` (blocking).
+    fn cudaStreamCreate(pStream: *mut cudaStream_t) -> cudaError_t {
+        create(pStream, 0, 0)
+    }
+}
+
+export! {
+    /// `cudaStreamCreateWithFlags` (`cudaStreamNonBlocking` = 1).
+    fn cudaStreamCreateWithFlags(pStream: *mut cudaStream_t, flags: u32) -> cudaError_t {
+        create(pStream, flags, 0)
+    }
+}
+
+export! {
+    /// `cudaStreamCreateWithPriority`.
+    fn cudaStreamCreateWithPriority(pStream: *mut cudaStream_t, flags: u32, priority: i32) -> cudaError_t {
+        create(pStream, flags, priority)
+    }
+}
+
+export! {
+    /// `cudaStreamDestroy` (the default streams cannot be destroyed).
+    fn cudaStreamDestroy(stream: cudaStream_t) -> cudaError_t {
+        let raw = stream as usize;
+        if raw <= 2 {
+            return code(Err(fail(ErrorCode::InvalidResourceHandle, "cudaStreamDestroy")));
+        }
+        // SAFETY: a stream of the caller's (the driver checks the handle).
+        driver("cuStreamDestroy", || unsafe { sys::cuStreamDestroy_v2(stream) })
+    }
+}
+
+fn synchronize(s: cudaStream_t, pt: bool) -> cudaError_t {
+    // SAFETY: a stream of the caller's, or a default stream.
+    driver("cuStreamSynchronize", || unsafe {
+        sys::cuStreamSynchronize(stream_of(s, pt))
+    })
+}
+
+export! {
+    /// `cudaStreamSynchronize`.
+    fn cudaStreamSynchronize(stream: cudaStream_t) -> cudaError_t {
+        synchronize(stream, false)
+    }
+}
+
+export! {
+    /// `cudaStreamSynchronize` with stream 0 as the per-thread stream.
+    fn cudaStreamSynchronize_ptsz(stream: cudaStream_t) -> cudaError_t {
+        synchronize(stream, true)
+    }
+}
+
+fn query(s: cudaStream_t, pt: bool) -> cudaError_t {
+    // SAFETY: as above.
+    driver_query("cuStreamQuery", || unsafe {
+        sys::cuStreamQuery(stream_of(s, pt))
+    })
+}
+
+export! {
+    /// `cudaStreamQuery` (`cudaErrorNotReady` while work is queued).
+    fn cudaStreamQuery(stream: cudaStream_t) -> cudaError_t {
+        query(stream, false)
+    }
+}
+
+export! {
+    /// `cudaStreamQuery` with stream 0 as the per-thread stream.
+    fn cudaStreamQuery_ptsz(stream: cudaStream_t) -> cudaError_t {
+        query(stream, true)
+    }
+}
+
+fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, pt: bool) -> cudaError_t {
+    // SAFETY: the caller's stream and event (the driver checks them).
+    driver("cuStreamWaitEvent", || unsafe {
+        sys::cuStreamWaitEvent(stream_of(s, pt), e, flags)
+    })
+}
+
+export! {
+    /// `cudaStreamWaitEvent`.
+    fn cudaStreamWaitEvent(stream: cudaStream_t, event: cudaEvent_t, flags: u32) -> cudaError_t {
+        wait_event(stream, event, flags, false)
+    }
+}
+
+export! {
+    /// `cudaStreamWaitEvent` with stream 0 as the per-thread stream.
+    fn cudaStreamWaitEvent_ptsz(stream: cudaStream_t, event: cudaEvent_t, flags: u32) -> cudaError_t {
+        wait_event(stream, event, flags, true)
+    }
+}
