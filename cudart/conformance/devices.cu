@@ -1,4 +1,5 @@
 // Devices and errors: count, current device, attributes, invalid devices, error names.
+#include <cstring>
 #include "common.h"
 int main() {
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -22,6 +23,20 @@ int main() {
   STEP(cudaDeviceGetAttribute(&v, (cudaDeviceAttr)100000, 0));
   STEP(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, n));
   STEP(cudaDeviceGetAttribute(nullptr, cudaDevAttrWarpSize, 0));
+  cudaDeviceProp prop;
+  memset(&prop, 0x5c, sizeof(prop));
+  STEP(cudaGetDeviceProperties(&prop, 0));
+  printf("name %s, cc %d.%d, %d SMs, %zu MiB\n", prop.name, prop.major, prop.minor,
+         prop.multiProcessorCount, prop.totalGlobalMem >> 20);
+  // Every byte of the struct, so that a field that differs shows with its offset.
+  const unsigned char* pb = (const unsigned char*)&prop;
+  for (size_t o = 0; o < sizeof(prop); o += 32) {
+    printf("prop+%04zx", o);
+    for (size_t i = o; i < o + 32 && i < sizeof(prop); i++) printf(" %02x", pb[i]);
+    printf("\n");
+  }
+  STEP(cudaGetDeviceProperties(&prop, n));
+  STEP(cudaGetDeviceProperties(nullptr, 0));
   int rt = 0;
   STEP(cudaRuntimeGetVersion(&rt));
   printf("runtime version %d\n", rt);

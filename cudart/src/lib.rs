@@ -27,6 +27,7 @@ mod device;
 mod errors;
 mod event;
 mod memory;
+mod props;
 mod register;
 mod stream;
 
