@@ -5,7 +5,7 @@ use std::ffi::c_char;
 
 use cuda_runtime::{Device, DeviceProperties};
 
-use crate::{code, cudaError_t, export, out};
+use crate::{code, export, out};
 
 /// `struct cudaDeviceProp` of CUDA 13.0 (1,008 bytes).
 #[repr(C)]
