@@ -1,6 +1,6 @@
 //! Devices: count, current device, synchronisation, reset, attributes, versions.
 use cuda_runtime::abi::sys;
-use cuda_runtime::{Device, DeviceAttribute, ErrorCode};
+use cuda_runtime::{Device, DeviceAttribute, DeviceFlags, ErrorCode, Limit};
 
 use crate::{code, driver, export, fail, out};
 
@@ -93,5 +93,122 @@ export! {
             }
         }
         r
+    }
+}
+
+export! {
+    /// `cudaSetDeviceFlags` (the current device).
+    fn cudaSetDeviceFlags(flags: u32) -> cudaError_t {
+        code((|| {
+            let f = DeviceFlags::from_bits(flags)
+                .ok_or_else(|| fail(ErrorCode::InvalidValue, "cudaSetDeviceFlags"))?;
+            Device::current()?.set_flags(f)
+        })())
+    }
+}
+
+export! {
+    /// `cudaGetDeviceFlags` (the current device).
+    fn cudaGetDeviceFlags(flags: *mut u32) -> cudaError_t {
+        code((|| {
+            let p = out(flags, "cudaGetDeviceFlags")?;
+            *p = Device::current()?.flags()?.bits();
+            Ok(())
+        })())
+    }
+}
+
+/// `cudaLimit` numbers.
+fn limit(n: i32) -> Result<Limit, cuda_runtime::Error> {
+    Ok(match n {
+        0 => Limit::StackSize,
+        1 => Limit::PrintfFifoSize,
+        2 => Limit::MallocHeapSize,
+        3 => Limit::DevRuntimeSyncDepth,
+        4 => Limit::DevRuntimePendingLaunchCount,
+        5 => Limit::MaxL2FetchGranularity,
+        6 => Limit::PersistingL2CacheSize,
+        _ => return Err(fail(ErrorCode::UnsupportedLimit, "cudaDeviceSetLimit")),
+    })
+}
+
+export! {
+    /// `cudaDeviceSetLimit` (the current device).
+    fn cudaDeviceSetLimit(lim: i32, value: usize) -> cudaError_t {
+        code((|| Device::current()?.set_limit(limit(lim)?, value))())
+    }
+}
+
+export! {
+    /// `cudaDeviceGetLimit` (the current device).
+    fn cudaDeviceGetLimit(pValue: *mut usize, lim: i32) -> cudaError_t {
+        code((|| {
+            let p = out(pValue, "cudaDeviceGetLimit")?;
+            *p = Device::current()?.limit(limit(lim)?)?;
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaDeviceGetStreamPriorityRange` (the current device).
+    fn cudaDeviceGetStreamPriorityRange(leastPriority: *mut i32, greatestPriority: *mut i32) -> cudaError_t {
+        code((|| {
+            let (least, greatest) = Device::current()?.stream_priority_range()?;
+            // SAFETY: C callers pass writable pointers or null (skipped).
+            unsafe {
+                if let Some(p) = leastPriority.as_mut() {
+                    *p = least;
+                }
+                if let Some(p) = greatestPriority.as_mut() {
+                    *p = greatest;
+                }
+            }
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaDeviceCanAccessPeer`.
+    fn cudaDeviceCanAccessPeer(canAccessPeer: *mut i32, device: i32, peerDevice: i32) -> cudaError_t {
+        code((|| {
+            let p = out(canAccessPeer, "cudaDeviceCanAccessPeer")?;
+            *p = Device::new(device)?.can_access_peer(Device::new(peerDevice)?)? as i32;
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaDeviceEnablePeerAccess` (from the current device; flags must be 0).
+    fn cudaDeviceEnablePeerAccess(peerDevice: i32, flags: u32) -> cudaError_t {
+        if flags != 0 {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaDeviceEnablePeerAccess")));
+        }
+        code((|| Device::current()?.enable_peer_access(Device::new(peerDevice)?))())
+    }
+}
+
+export! {
+    /// `cudaDeviceDisablePeerAccess`.
+    fn cudaDeviceDisablePeerAccess(peerDevice: i32) -> cudaError_t {
+        code((|| Device::current()?.disable_peer_access(Device::new(peerDevice)?))())
+    }
+}
+
+export! {
+    /// `cudaProfilerStart`.
+    fn cudaProfilerStart() -> cudaError_t {
+        // SAFETY: no arguments; context current.
+        driver("cuProfilerStart", || unsafe { sys::cuProfilerStart() })
+    }
+}
+
+export! {
+    /// `cudaProfilerStop`.
+    fn cudaProfilerStop() -> cudaError_t {
+        // SAFETY: as above.
+        driver("cuProfilerStop", || unsafe { sys::cuProfilerStop() })
     }
 }

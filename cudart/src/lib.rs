@@ -26,6 +26,7 @@ include!(concat!(env!("OUT_DIR"), "/counts.rs"));
 mod device;
 mod errors;
 mod event;
+mod func;
 mod memory;
 mod props;
 mod register;

@@ -308,3 +308,125 @@ pub extern "C" fn cudaCreateChannelDesc(
     cudaChannelFormatDesc { x, y, z, w, f }
 }
 crate::symver!(cudaCreateChannelDesc);
+
+export! {
+    /// `cudaHostRegister` (flags `cudaHostRegister*`, the driver's).
+    fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: u32) -> cudaError_t {
+        if flags & !0xf != 0 {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaHostRegister")));
+        }
+        // SAFETY: the caller's host range (the driver checks it); context current.
+        driver("cuMemHostRegister", || unsafe { sys::cuMemHostRegister_v2(ptr, size, flags) })
+    }
+}
+
+export! {
+    /// `cudaHostUnregister`.
+    fn cudaHostUnregister(ptr: *mut c_void) -> cudaError_t {
+        // SAFETY: a range the caller registered (the driver checks it).
+        driver("cuMemHostUnregister", || unsafe { sys::cuMemHostUnregister(ptr) })
+    }
+}
+
+export! {
+    /// `cudaHostGetDevicePointer` (flags must be 0).
+    fn cudaHostGetDevicePointer(pDevice: *mut *mut c_void, pHost: *mut c_void, flags: u32) -> cudaError_t {
+        if flags != 0 {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaHostGetDevicePointer")));
+        }
+        // SAFETY: valid out-parameter; the caller's page-locked pointer (checked by the driver).
+        allocate(pDevice, "cuMemHostGetDevicePointer", |d| unsafe {
+            sys::cuMemHostGetDevicePointer_v2(d, pHost, 0)
+        })
+    }
+}
+
+export! {
+    /// `cudaMallocPitch` (rows padded to the driver's pitch for 16-byte elements).
+    fn cudaMallocPitch(devPtr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) -> cudaError_t {
+        let pp = match out(pitch, "cudaMallocPitch") {
+            Ok(p) => p,
+            Err(e) => return code(Err(e)),
+        };
+        let mut pv = 0usize;
+        // SAFETY: valid out-parameters; context current.
+        let r = allocate(devPtr, "cuMemAllocPitch", |d| unsafe {
+            sys::cuMemAllocPitch_v2(d, &mut pv, width, height, 16)
+        });
+        if r == 0 {
+            *pp = pv;
+        }
+        r
+    }
+}
+
+/// A 2-D copy between any two unified addresses (the runtime call's own parameter list).
+#[allow(clippy::too_many_arguments)]
+fn copy_2d(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: i32,
+    stream: Option<(cudaStream_t, bool)>,
+) -> cudaError_t {
+    if let Err(e) = check_kind(kind, "cudaMemcpy2D") {
+        return code(Err(e));
+    }
+    if width > dpitch || width > spitch {
+        return code(Err(fail(ErrorCode::InvalidPitchValue, "cudaMemcpy2D")));
+    }
+    if width == 0 || height == 0 {
+        return 0;
+    }
+    // SAFETY: all-zero is a valid (empty) descriptor, filled below.
+    let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+    p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    p.srcDevice = dptr(src);
+    p.srcPitch = spitch;
+    p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    p.dstDevice = dptr(dst);
+    p.dstPitch = dpitch;
+    p.WidthInBytes = width;
+    p.Height = height;
+    match stream {
+        // SAFETY: the caller's memory, `height` rows of `width` bytes at the given pitches.
+        None => driver("cuMemcpy2D", || unsafe { sys::cuMemcpy2DUnaligned_v2(&p) }),
+        // SAFETY: as above, on the caller's stream.
+        Some((s, pt)) => driver("cuMemcpy2DAsync", || unsafe {
+            sys::cuMemcpy2DAsync_v2(&p, stream_of(s, pt))
+        }),
+    }
+}
+
+export! {
+    /// `cudaMemcpy2D` (bytes, pitches in bytes).
+    fn cudaMemcpy2D(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
+        copy_2d(dst, dpitch, src, spitch, width, height, kind, None)
+    }
+}
+
+export! {
+    /// `cudaMemcpy2DAsync`.
+    fn cudaMemcpy2DAsync(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        copy_2d(dst, dpitch, src, spitch, width, height, kind, Some((stream, false)))
+    }
+}
+
+export! {
+    /// `cudaMemset2D` (bytes).
+    fn cudaMemset2D(devPtr: *mut c_void, pitch: usize, value: i32, width: usize, height: usize) -> cudaError_t {
+        if width > pitch {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaMemset2D")));
+        }
+        if width == 0 || height == 0 {
+            return 0;
+        }
+        // SAFETY: the caller's pitched allocation (the driver checks it).
+        driver("cuMemsetD2D8", || unsafe {
+            sys::cuMemsetD2D8_v2(dptr(devPtr), pitch, value as u8, width, height)
+        })
+    }
+}

@@ -384,7 +384,7 @@ export! {
 }
 
 /// A host stub, or a kernel handle this library handed out.
-fn kernel_of_func(func: *const c_void) -> Result<sys::CUkernel, Error> {
+pub(crate) fn kernel_of_func(func: *const c_void) -> Result<sys::CUkernel, Error> {
     let known = KERNELS
         .read()
         .as_ref()

@@ -125,3 +125,94 @@ export! {
         wait_event(stream, event, flags, true)
     }
 }
+
+/// `cudaHostFn_t`.
+pub type cudaHostFn_t = Option<unsafe extern "C" fn(*mut std::ffi::c_void)>;
+
+export! {
+    /// `cudaLaunchHostFunc` (the driver's host function: same signature).
+    fn cudaLaunchHostFunc(stream: cudaStream_t, func: cudaHostFn_t, userData: *mut std::ffi::c_void) -> cudaError_t {
+        if func.is_none() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaLaunchHostFunc")));
+        }
+        // SAFETY: the caller's function and data, called once by the driver; the caller's stream.
+        driver("cuLaunchHostFunc", || unsafe {
+            sys::cuLaunchHostFunc(stream_of(stream, false), func, userData)
+        })
+    }
+}
+
+export! {
+    /// `cudaLaunchHostFunc` with stream 0 as the per-thread stream.
+    fn cudaLaunchHostFunc_ptsz(stream: cudaStream_t, func: cudaHostFn_t, userData: *mut std::ffi::c_void) -> cudaError_t {
+        if func.is_none() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaLaunchHostFunc")));
+        }
+        // SAFETY: as above.
+        driver("cuLaunchHostFunc", || unsafe {
+            sys::cuLaunchHostFunc(stream_of(stream, true), func, userData)
+        })
+    }
+}
+
+/// `cudaStreamCallback_t`: (stream, status, user data); the driver's callback has the same
+/// layout (`CUresult` and `cudaError_t` are both C ints).
+pub type cudaStreamCallback_t =
+    Option<unsafe extern "C" fn(cudaStream_t, cudaError_t, *mut std::ffi::c_void)>;
+
+export! {
+    /// `cudaStreamAddCallback` (flags must be 0).
+    fn cudaStreamAddCallback(stream: cudaStream_t, callback: cudaStreamCallback_t, userData: *mut std::ffi::c_void, flags: u32) -> cudaError_t {
+        if flags != 0 || callback.is_none() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaStreamAddCallback")));
+        }
+        // SAFETY: only the driver calls it, through the C ABI, where both status types are
+        // 4-byte integers; it passes `CUresult` numbers, which equal the runtime's for the
+        // statuses a callback sees (measured on driver 580 by probes/driver_map.sh).
+        let cb: sys::CUstreamCallback = unsafe { std::mem::transmute(callback) };
+        // SAFETY: the caller's callback, data and stream.
+        driver("cuStreamAddCallback", || unsafe {
+            sys::cuStreamAddCallback(stream_of(stream, false), cb, userData, 0)
+        })
+    }
+}
+
+export! {
+    /// `cudaStreamGetFlags`.
+    fn cudaStreamGetFlags(hStream: cudaStream_t, flags: *mut u32) -> cudaError_t {
+        code((|| {
+            let p = out(flags, "cudaStreamGetFlags")?;
+            let mut f = 0u32;
+            let a = cuda_runtime::abi::Entered::current()?;
+            // SAFETY: valid out-parameter; the caller's stream.
+            a.check(unsafe { sys::cuStreamGetFlags(stream_of(hStream, false), &mut f) }, "cuStreamGetFlags")?;
+            *p = f;
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaStreamGetPriority`.
+    fn cudaStreamGetPriority(hStream: cudaStream_t, priority: *mut i32) -> cudaError_t {
+        code((|| {
+            let p = out(priority, "cudaStreamGetPriority")?;
+            let mut v = 0i32;
+            let a = cuda_runtime::abi::Entered::current()?;
+            // SAFETY: valid out-parameter; the caller's stream.
+            a.check(unsafe { sys::cuStreamGetPriority(stream_of(hStream, false), &mut v) }, "cuStreamGetPriority")?;
+            *p = v;
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaStreamAttachMemAsync` (flags `cudaMemAttach*`, the driver's).
+    fn cudaStreamAttachMemAsync(stream: cudaStream_t, devPtr: *mut std::ffi::c_void, length: usize, flags: u32) -> cudaError_t {
+        // SAFETY: the caller's managed allocation and stream (the driver checks them).
+        driver("cuStreamAttachMemAsync", || unsafe {
+            sys::cuStreamAttachMemAsync(stream_of(stream, false), crate::dptr(devPtr), length, flags)
+        })
+    }
+}
