@@ -170,10 +170,7 @@ fn parse_param(kernel: &str, text: &str) -> Result<Param, String> {
     }
     let is_const = tokens.iter().position(|t| *t == "const").is_some_and(|c| {
         // `const T*` or `T const*`: const before the star.
-        tokens
-            .iter()
-            .position(|t| *t == "*")
-            .map_or(true, |s| c < s)
+        tokens.iter().position(|t| *t == "*").is_none_or(|s| c < s)
     });
     let base: Vec<&str> = tokens
         .iter()

@@ -1281,7 +1281,7 @@ pub(crate) fn best_block_size(
     mut blocks_for: impl FnMut(u32) -> Result<u32>,
 ) -> Result<(u32, u32)> {
     let mut best = (0u32, 0u32, 0u64); // blocks, size, threads
-    let top = if limit % warp == 0 {
+    let top = if limit.is_multiple_of(warp) {
         limit
     } else {
         (limit / warp + 1) * warp
@@ -1456,7 +1456,7 @@ mod tests {
             b.extend(1u16.to_le_bytes());
             b.extend(header.to_le_bytes());
             b.extend(size.to_le_bytes());
-            b.extend(std::iter::repeat(0x11).take(payload));
+            b.extend(std::iter::repeat_n(0x11, payload));
             b
         };
         let good = fatbin(16, 32, 32);
