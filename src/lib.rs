@@ -25,8 +25,9 @@
 //! with its length, filled from the buffer, and the kernels bound their accesses by it; what else
 //! a kernel needs of its launch (a block shape, dynamic shared memory) is declared with it and
 //! checked by the wrapper before launching ([`kernels`]). User
-//! kernels are launched with the `unsafe` [`Function::launch`], which still checks the argument
-//! count and sizes. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! kernels are launched with the `unsafe` [`Function::launch`], whose arguments are typed
+//! ([`kernel_args!`]: buffers and views note their uses, scalars pass by value) and checked by
+//! count and size against the kernel's parameter list. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
 //! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
 //! inside them that cannot all be checked (their headers are). Host functions take
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met
@@ -40,7 +41,8 @@
 //!   work uses, with its access (read or write). It checks that the memory may be used there
 //!   (device, context, mapping, writability), orders the work after a stream-ordered allocation
 //!   made on another stream, queues the work, and notes every use. An operation cannot forget
-//!   to note a use. User kernels note theirs through [`KernelArg::read`] / [`KernelArg::write`].
+//!   to note a use. User kernels note theirs through their typed arguments
+//!   ([`kernel_args!`], [`KernelArg`]).
 //! * **A use is a point in a queue.** A queue is a created stream, the legacy default stream of
 //!   a context, or *one thread's* per-thread default stream (its handle, `0x2`, means a
 //!   different stream on every thread, so it is resolved to the submitting thread's own queue

@@ -340,7 +340,7 @@ pub struct DeviceBuffer<T: DeviceRepr> {
 pub struct DeviceView<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
-    alloc: &'a Alloc,
+    pub(crate) alloc: &'a Alloc,
     _t: PhantomData<&'a [T]>,
 }
 
@@ -349,7 +349,7 @@ pub struct DeviceView<'a, T: DeviceRepr> {
 pub struct DeviceViewMut<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
-    alloc: &'a Alloc,
+    pub(crate) alloc: &'a Alloc,
     _t: PhantomData<&'a mut [T]>,
 }
 

@@ -14,6 +14,7 @@ mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod user_kernels;
 
 use std::sync::RwLock;
 
@@ -78,6 +79,7 @@ fn main() {
         pitched::TESTS,
         safety::TESTS,
         stream::TESTS,
+        user_kernels::TESTS,
     ]
     .into_iter()
     .flatten()
