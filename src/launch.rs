@@ -210,8 +210,9 @@ pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> 
 /// are the values of the parameters the rules name, in their argument order. A few integer
 /// compares per rule; allocates only to report a refusal, which is recorded as the thread's last
 /// error.
+#[doc(hidden)]
 #[inline]
-pub(crate) fn check_preconditions(
+pub fn check_preconditions(
     kernel: &'static str,
     rules: &[Rule],
     config: &LaunchConfig,

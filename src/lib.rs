@@ -85,10 +85,10 @@ mod context;
 pub mod device;
 mod driver;
 pub mod error;
-/// The kernel-signature and PTX parser shared with `build.rs` (for user PTX's parameter lists).
-#[path = "../build/kernel_sig.rs"]
-#[allow(dead_code)]
-mod kernel_sig;
+/// The kernel-signature and PTX parser shared with the build pipeline (`cuda-runtime-build`):
+/// the generated wrappers' preconditions, and user PTX's parameter lists.
+#[doc(hidden)]
+pub use cuda_runtime_build::kernel_sig;
 
 pub use device::{
     device_count, driver_version, get_device, runtime_version, set_device, CacheConfig, Device,
@@ -129,6 +129,35 @@ pub use module::{
     KernelArg, Module, ParamInfo,
 };
 pub use symbol::Symbol;
+
+/// Includes the kernel wrappers that [`cuda-runtime-build`](https://docs.rs/cuda-runtime-build)
+/// generated for your crate in its build script: a module per `kernels/<stem>.cu`, with a safe
+/// launch function per kernel. Use it where the modules should live (the crate root, or a
+/// `mod kernels { cuda_runtime::include_kernels!(); }`).
+///
+/// ```ignore
+/// // build.rs:   fn main() { cuda_runtime_build::Kernels::new().build(); }
+/// // kernels/saxpy.cu:
+/// //   extern "C" __global__ void saxpy(float* y, size_t y_len, const float* x, size_t x_len, float a)
+/// cuda_runtime::include_kernels!();
+///
+/// fn run(y: &mut cuda_runtime::DeviceBuffer<f32>, x: &cuda_runtime::DeviceBuffer<f32>) -> cuda_runtime::Result<()> {
+///     let stream = cuda_runtime::Stream::new()?;
+///     saxpy::saxpy(&stream, &cuda_runtime::LaunchConfig::for_elements(y.len(), 256)?, y, x, 2.0)
+/// }
+/// ```
+///
+/// With a file name other than the default given to `Kernels::out_file`, name it:
+/// `include_kernels!("gpu.rs")`.
+#[macro_export]
+macro_rules! include_kernels {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+    };
+    ($file:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/", $file));
+    };
+}
 
 // Thread-safety of the public types, asserted at compile time.
 const _: () = {
