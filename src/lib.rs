@@ -91,8 +91,8 @@ pub mod error;
 pub use cuda_runtime_build::kernel_sig;
 
 pub use device::{
-    device_count, driver_version, get_device, runtime_version, set_device, CacheConfig, Device,
-    DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
+    device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
+    set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
 };
 pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
