@@ -30,7 +30,7 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     let mut dy = DeviceBuffer::<f32>::new(n)?;
     kernels::constant_memory::poly_eval(
         &stream,
-        &LaunchConfig::for_elements(n, 256),
+        &LaunchConfig::for_elements(n, 256)?,
         &dx,
         &mut dy,
         degree as i32,

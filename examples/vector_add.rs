@@ -18,7 +18,7 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     let stream = Stream::new()?;
     kernels::vector_add::vadd(
         &stream,
-        &LaunchConfig::for_elements(n, 256),
+        &LaunchConfig::for_elements(n, 256)?,
         &da,
         &db,
         &mut dc,

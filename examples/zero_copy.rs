@@ -29,7 +29,13 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     );
 
     let stream = Stream::new()?;
-    kernels::vector_add::vadd(&stream, &LaunchConfig::for_elements(n, 256), &a, &b, &mut c)?;
+    kernels::vector_add::vadd(
+        &stream,
+        &LaunchConfig::for_elements(n, 256)?,
+        &a,
+        &b,
+        &mut c,
+    )?;
     // No synchronize needed: the CPU view waits for the kernel that writes `c`.
     let (a, b, c) = (a.as_slice()?, b.as_slice()?, c.as_slice()?);
     let bad = (0..n).filter(|&i| c[i] != a[i] + b[i]).count();

@@ -7,6 +7,10 @@
 //! [`EmbeddedKernel::function`](crate::EmbeddedKernel::function): attributes and occupancy), and
 //! a launch function per kernel.
 //!
+//! The modules documented here are the kernels of the crate's examples. The crate also builds
+//! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
+//! this documentation and are not part of the API (they may change in any release).
+//!
 //! In the wrappers, a `const T*` parameter takes any [`DeviceRead<T>`](crate::DeviceRead), a
 //! `T*` any [`DeviceWrite<T>`](crate::DeviceWrite), and each pointer's `size_t <name>_len`
 //! companion is filled from the buffer's length, which the kernel never exceeds. Kernels marked
@@ -61,7 +65,7 @@
 //! let b = DeviceBuffer::from_slice(&[10.0f32, 20.0, 30.0])?;
 //! let mut c = DeviceBuffer::<f32>::new(3)?;
 //! let stream = Stream::new()?;
-//! kernels::vector_add::vadd(&stream, &LaunchConfig::for_elements(3, 128), &a, &b, &mut c)?;
+//! kernels::vector_add::vadd(&stream, &LaunchConfig::for_elements(3, 128)?, &a, &b, &mut c)?;
 //! stream.synchronize()?;
 //! assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
 //! # Ok(())

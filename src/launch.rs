@@ -77,11 +77,36 @@ impl LaunchConfig {
     }
 
     /// One-dimensional launch covering `n` elements with `block` threads per block
-    /// (`ceil(n / block)` blocks).
-    pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
-        let block = block.max(1);
-        let blocks = n.div_ceil(block as usize).clamp(1, u32::MAX as usize) as u32;
-        LaunchConfig::new(blocks, block)
+    /// (`ceil(n / block)` blocks, at least one).
+    ///
+    /// ```
+    /// use cuda_runtime::{Dim3, LaunchConfig};
+    /// let c = LaunchConfig::for_elements(1000, 256)?;
+    /// assert_eq!((c.grid, c.block), (Dim3::new(4, 1, 1), Dim3::new(256, 1, 1)));
+    /// assert!(LaunchConfig::for_elements(1000, 0).is_err());
+    /// # Ok::<(), cuda_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfiguration`] when `block` is 0, or when `n` needs more than
+    /// `u32::MAX` blocks of `block` threads (no grid covers it).
+    pub fn for_elements(n: usize, block: u32) -> Result<LaunchConfig> {
+        if block == 0 {
+            return record(Err(Error::InvalidConfiguration {
+                what: "block.x",
+                value: 0,
+                limit: 1,
+            }));
+        }
+        let blocks = n.div_ceil(block as usize).max(1);
+        match u32::try_from(blocks) {
+            Ok(blocks) => Ok(LaunchConfig::new(blocks, block)),
+            Err(_) => record(Err(Error::InvalidConfiguration {
+                what: "grid.x",
+                value: blocks as u64,
+                limit: u32::MAX as u64,
+            })),
+        }
     }
 
     /// The same configuration with `bytes` of dynamic shared memory.
@@ -185,8 +210,9 @@ pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> 
 /// are the values of the parameters the rules name, in their argument order. A few integer
 /// compares per rule; allocates only to report a refusal, which is recorded as the thread's last
 /// error.
+#[doc(hidden)]
 #[inline]
-pub(crate) fn check_preconditions(
+pub fn check_preconditions(
     kernel: &'static str,
     rules: &[Rule],
     config: &LaunchConfig,
@@ -307,10 +333,51 @@ mod tests {
 
     #[test]
     fn element_launches_cover_n() {
-        let c = LaunchConfig::for_elements(1000, 256);
+        let c = LaunchConfig::for_elements(1000, 256).unwrap();
         assert_eq!(c.grid, Dim3::new(4, 1, 1));
         assert_eq!(c.block, Dim3::new(256, 1, 1));
-        assert_eq!(LaunchConfig::for_elements(0, 256).grid.x, 1);
-        assert_eq!(LaunchConfig::for_elements(1024, 256).grid.x, 4);
+        assert_eq!(c.shared_mem_bytes, 0);
+        assert_eq!(LaunchConfig::for_elements(0, 256).unwrap().grid.x, 1);
+        assert_eq!(LaunchConfig::for_elements(1024, 256).unwrap().grid.x, 4);
+        assert_eq!(LaunchConfig::for_elements(1025, 256).unwrap().grid.x, 5);
+        let mut rng = fastrand::Rng::new();
+        for _ in 0..1000 {
+            let b = rng.u32(1..=1024);
+            let n = rng.usize(..=b as usize * u32::MAX as usize);
+            let c = LaunchConfig::for_elements(n, b).unwrap();
+            let threads = c.grid.x as u64 * b as u64;
+            assert!(
+                threads >= n as u64 && threads < n as u64 + b as u64 || n == 0,
+                "{n} {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn element_launches_refuse_empty_blocks_and_uncoverable_counts() {
+        crate::error::get_last_error();
+        let e = LaunchConfig::for_elements(100, 0).unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidConfiguration {
+                what: "block.x",
+                value: 0,
+                limit: 1
+            }
+        );
+        assert_eq!(crate::error::get_last_error(), Some(e));
+        // u32::MAX blocks of one thread cover u32::MAX elements, not one more.
+        let max = u32::MAX as usize;
+        assert_eq!(LaunchConfig::for_elements(max, 1).unwrap().grid.x, u32::MAX);
+        let e = LaunchConfig::for_elements(max + 1, 1).unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidConfiguration {
+                what: "grid.x",
+                value: max as u64 + 1,
+                limit: max as u64
+            }
+        );
+        assert!(LaunchConfig::for_elements(usize::MAX, 1024).is_err());
     }
 }

@@ -25,8 +25,9 @@
 //! with its length, filled from the buffer, and the kernels bound their accesses by it; what else
 //! a kernel needs of its launch (a block shape, dynamic shared memory) is declared with it and
 //! checked by the wrapper before launching ([`kernels`]). User
-//! kernels are launched with the `unsafe` [`Function::launch`], which still checks the argument
-//! count and sizes. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! kernels are launched with the `unsafe` [`Function::launch`], whose arguments are typed
+//! ([`kernel_args!`]: buffers and views note their uses, scalars pass by value) and checked by
+//! count and size against the kernel's parameter list. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
 //! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
 //! inside them that cannot all be checked (their headers are). Host functions take
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met
@@ -40,7 +41,8 @@
 //!   work uses, with its access (read or write). It checks that the memory may be used there
 //!   (device, context, mapping, writability), orders the work after a stream-ordered allocation
 //!   made on another stream, queues the work, and notes every use. An operation cannot forget
-//!   to note a use. User kernels note theirs through [`KernelArg::read`] / [`KernelArg::write`].
+//!   to note a use. User kernels note theirs through their typed arguments
+//!   ([`kernel_args!`], [`KernelArg`]).
 //! * **A use is a point in a queue.** A queue is a created stream, the legacy default stream of
 //!   a context, or *one thread's* per-thread default stream (its handle, `0x2`, means a
 //!   different stream on every thread, so it is resolved to the submitting thread's own queue
@@ -87,14 +89,14 @@ mod ctx_lock;
 pub mod device;
 mod driver;
 pub mod error;
-/// The kernel-signature and PTX parser shared with `build.rs` (for user PTX's parameter lists).
-#[path = "../build/kernel_sig.rs"]
-#[allow(dead_code)]
-mod kernel_sig;
+/// The kernel-signature and PTX parser shared with the build pipeline (`cuda-runtime-build`):
+/// the generated wrappers' preconditions, and user PTX's parameter lists.
+#[doc(hidden)]
+pub use cuda_runtime_build::kernel_sig;
 
 pub use device::{
-    device_count, driver_version, get_device, runtime_version, set_device, CacheConfig, Device,
-    DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
+    device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
+    set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
 };
 pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
@@ -131,6 +133,35 @@ pub use module::{
     KernelArg, Module, ParamInfo,
 };
 pub use symbol::Symbol;
+
+/// Includes the kernel wrappers that [`cuda-runtime-build`](https://docs.rs/cuda-runtime-build)
+/// generated for your crate in its build script: a module per `kernels/<stem>.cu`, with a safe
+/// launch function per kernel. Use it where the modules should live (the crate root, or a
+/// `mod kernels { cuda_runtime::include_kernels!(); }`).
+///
+/// ```ignore
+/// // build.rs:   fn main() { cuda_runtime_build::Kernels::new().build(); }
+/// // kernels/saxpy.cu:
+/// //   extern "C" __global__ void saxpy(float* y, size_t y_len, const float* x, size_t x_len, float a)
+/// cuda_runtime::include_kernels!();
+///
+/// fn run(y: &mut cuda_runtime::DeviceBuffer<f32>, x: &cuda_runtime::DeviceBuffer<f32>) -> cuda_runtime::Result<()> {
+///     let stream = cuda_runtime::Stream::new()?;
+///     saxpy::saxpy(&stream, &cuda_runtime::LaunchConfig::for_elements(y.len(), 256)?, y, x, 2.0)
+/// }
+/// ```
+///
+/// With a file name other than the default given to `Kernels::out_file`, name it:
+/// `include_kernels!("gpu.rs")`.
+#[macro_export]
+macro_rules! include_kernels {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+    };
+    ($file:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/", $file));
+    };
+}
 
 // Thread-safety of the public types, asserted at compile time.
 const _: () = {

@@ -14,7 +14,10 @@ use crate::device::CacheConfig;
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
 use crate::launch::{self, LaunchConfig};
-use crate::memory::DeviceWrite;
+use crate::memory::{
+    DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
+    PinnedBuffer, PitchedBuffer,
+};
 use crate::queue::Use;
 use crate::stream::Stream;
 use crate::symbol::Symbol;
@@ -837,13 +840,31 @@ impl std::fmt::Debug for Function {
     }
 }
 
-/// One kernel argument for [`Function::launch`]: a reference to a value of the parameter's
-/// type, checked by size against the kernel's parameter list, or device memory passed by its
-/// address, whose use by the kernel the crate notes (its drop, CPU views and other queues then
-/// wait for the kernel, as for the crate's own kernels).
+/// One kernel argument for [`Function::launch`]: a scalar passed by value, or device memory
+/// passed by its address, whose use by the kernel the crate notes (its drop, CPU views and other
+/// queues then wait for the kernel, as for the crate's own kernels).
+///
+/// Arguments are usually made with [`kernel_args!`](crate::kernel_args), which converts each
+/// expression with `KernelArg::from`:
+///
+/// | argument | the kernel's parameter | use noted |
+/// |---|---|---|
+/// | `&buf` (a [`DeviceBuffer`], [`DeviceView`], [`PinnedBuffer`] (mapped), [`ManagedBuffer`], [`PitchedBuffer`]) | `const T*` | read |
+/// | `&mut buf`, or a [`DeviceViewMut`] by value | `T*` | write |
+/// | a [`DeviceView`] by value (`buf.slice(a..b)?`) | `const T*` | read |
+/// | `i8` `u8` `i16` `u16` `i32` `u32` `i64` `u64` `isize` `usize` `f32` `f64` `bool` | the same C type | none |
+/// | [`KernelArg::new(&value)`](Self::new) for any other [`DeviceRepr`] (`#[repr(C)]` structs) | the struct by value | none |
+///
+/// Memory can only become a pointer argument through its own type, so a scalar can never be
+/// mistaken for a buffer (and a buffer's use never goes unnoted) by accident; an address
+/// written as a plain `u64` is a scalar to the crate, and keeping its memory alive is the
+/// caller's business.
 #[derive(Clone, Copy)]
 pub struct KernelArg<'a> {
-    ptr: *const c_void,
+    /// The value of a pointer or a scalar of at most 8 bytes, in its first bytes.
+    inline: u64,
+    /// A borrowed value, or null for `inline`.
+    borrowed: *const c_void,
     size: usize,
     used: Option<Use<'a>>,
     _borrow: PhantomData<&'a ()>,
@@ -860,38 +881,182 @@ impl std::fmt::Debug for KernelArg<'_> {
 
 impl<'a> KernelArg<'a> {
     /// An argument passed by value: `value` is copied into the kernel's parameter buffer at
-    /// launch. Pass device memory with [`read`](Self::read) / [`write`](Self::write) instead,
-    /// so that its use is noted.
-    pub fn new<T: Copy>(value: &'a T) -> KernelArg<'a> {
+    /// launch (its size is checked against the parameter's). For the primitive scalars,
+    /// `KernelArg::from(x)` (or [`kernel_args!`](crate::kernel_args)) takes the value itself.
+    /// Pass device memory as memory (`&buf`, `&mut buf`, views), not as its address, so that
+    /// its use is noted.
+    pub fn new<T: DeviceRepr>(value: &'a T) -> KernelArg<'a> {
         KernelArg {
-            ptr: (value as *const T).cast(),
+            inline: 0,
+            borrowed: (value as *const T).cast(),
             size: std::mem::size_of::<T>(),
             used: None,
             _borrow: PhantomData,
         }
     }
 
-    /// Device memory the kernel reads, passed as its address (a `const T*` parameter). The
-    /// launch checks that the memory may be used on the stream and notes the use.
-    pub fn read<T: DeviceRepr>(memory: &'a (impl DeviceRead<T> + ?Sized)) -> KernelArg<'a> {
+    /// A scalar of at most 8 bytes, by value.
+    fn scalar<T: DeviceRepr>(value: T) -> KernelArg<'a> {
+        let mut inline = 0u64;
+        let bytes = bytemuck::bytes_of(&value);
+        // At most 8 bytes: only the primitive scalars come here.
+        let n = bytes.len().min(8);
+        bytemuck::bytes_of_mut(&mut inline)[..n].copy_from_slice(&bytes[..n]);
         KernelArg {
-            ptr: (memory.ptr_ref() as *const u64).cast(),
-            size: std::mem::size_of::<u64>(),
-            used: Some(Use::device(memory.allocation(), false)),
+            inline,
+            borrowed: std::ptr::null(),
+            size: n,
+            used: None,
             _borrow: PhantomData,
         }
     }
 
-    /// Device memory the kernel may write, passed as its address (a `T*` parameter).
-    pub fn write<T: DeviceRepr>(memory: &'a mut (impl DeviceWrite<T> + ?Sized)) -> KernelArg<'a> {
-        let memory: &'a _ = memory;
+    fn memory(address: u64, used: Use<'a>) -> KernelArg<'a> {
         KernelArg {
-            ptr: (memory.ptr_ref() as *const u64).cast(),
+            inline: address,
+            borrowed: std::ptr::null(),
             size: std::mem::size_of::<u64>(),
-            used: Some(Use::device(memory.allocation(), true)),
+            used: Some(used),
             _borrow: PhantomData,
         }
     }
+
+    /// Device memory the kernel reads, passed as its address (a `const T*` parameter). The
+    /// launch checks that the memory may be used on the stream and notes the use. Same as
+    /// `KernelArg::from(&memory)`, for every kind of memory work can use.
+    pub fn read<T: DeviceRepr>(memory: &'a (impl DeviceRead<T> + ?Sized)) -> KernelArg<'a> {
+        KernelArg::memory(memory.device_ptr(), Use::device(memory.allocation(), false))
+    }
+
+    /// Device memory the kernel may write, passed as its address (a `T*` parameter). Same as
+    /// `KernelArg::from(&mut memory)`.
+    pub fn write<T: DeviceRepr>(memory: &'a mut (impl DeviceWrite<T> + ?Sized)) -> KernelArg<'a> {
+        let memory: &'a _ = memory;
+        KernelArg::memory(memory.device_ptr(), Use::device(memory.allocation(), true))
+    }
+
+    /// The argument's size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Whether the argument is memory whose use the launch notes (and whether a write).
+    pub fn memory_access(&self) -> Option<bool> {
+        self.used.map(|u| u.write)
+    }
+
+    /// Where the driver reads the value from; valid while `self` is not moved.
+    #[inline]
+    fn value_ptr(&self) -> *mut c_void {
+        if self.borrowed.is_null() {
+            (&self.inline as *const u64).cast_mut().cast()
+        } else {
+            self.borrowed.cast_mut()
+        }
+    }
+}
+
+macro_rules! scalar_args {
+    ($($t:ty),*) => {$(
+        impl From<$t> for KernelArg<'_> {
+            #[doc = concat!("A `", stringify!($t), "` passed by value.")]
+            #[inline]
+            fn from(v: $t) -> Self {
+                KernelArg::scalar(v)
+            }
+        }
+    )*};
+}
+scalar_args!(i8, u8, i16, u16, i32, u32, i64, u64, isize, usize, f32, f64);
+
+impl From<bool> for KernelArg<'_> {
+    /// A `bool` passed by value (one byte, 0 or 1, as C++'s `bool`).
+    #[inline]
+    fn from(v: bool) -> Self {
+        KernelArg::scalar(v as u8)
+    }
+}
+
+macro_rules! memory_args {
+    ($($ty:ident $(<$lt:lifetime>)?),*) => {$(
+        impl<'a, $($lt,)? T: DeviceRepr> From<&'a $ty<$($lt,)? T>> for KernelArg<'a> {
+            /// The memory's address, for a `const T*` parameter; the launch notes a read.
+            #[inline]
+            fn from(m: &'a $ty<$($lt,)? T>) -> Self {
+                KernelArg::read::<T>(m)
+            }
+        }
+        impl<'a, $($lt,)? T: DeviceRepr> From<&'a mut $ty<$($lt,)? T>> for KernelArg<'a> {
+            /// The memory's address, for a `T*` parameter; the launch notes a write.
+            #[inline]
+            fn from(m: &'a mut $ty<$($lt,)? T>) -> Self {
+                KernelArg::write::<T>(m)
+            }
+        }
+    )*};
+}
+memory_args!(
+    DeviceBuffer,
+    DeviceViewMut<'v>,
+    PinnedBuffer,
+    ManagedBuffer,
+    HostRegistration<'v>,
+    PitchedBuffer
+);
+
+impl<'a, T: DeviceRepr> From<&'a DeviceView<'_, T>> for KernelArg<'a> {
+    /// The view's address, for a `const T*` parameter; the launch notes a read.
+    #[inline]
+    fn from(m: &'a DeviceView<'_, T>) -> Self {
+        KernelArg::read::<T>(m)
+    }
+}
+
+impl<'a, T: DeviceRepr> From<DeviceView<'a, T>> for KernelArg<'a> {
+    /// The view's address, for a `const T*` parameter; the launch notes a read of its
+    /// allocation.
+    #[inline]
+    fn from(m: DeviceView<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc);
+        KernelArg::memory(ptr, Use::device(alloc, false))
+    }
+}
+
+impl<'a, T: DeviceRepr> From<DeviceViewMut<'a, T>> for KernelArg<'a> {
+    /// The view's address, for a `T*` parameter; the launch notes a write of its allocation.
+    /// (The view is consumed: the exclusive borrow it holds lasts as long as the argument.)
+    #[inline]
+    fn from(m: DeviceViewMut<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc);
+        KernelArg::memory(ptr, Use::device(alloc, true))
+    }
+}
+
+/// The arguments of a user kernel launch, each converted with `KernelArg::from` (see
+/// [`KernelArg`] for what each kind of value becomes): an array to pass to
+/// [`Function::launch`].
+///
+/// ```no_run
+/// use cuda_runtime::{kernel_args, DeviceBuffer, LaunchConfig, Module, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// # let ptx = "";
+/// let module = Module::from_ptx(ptx)?; // extern "C" __global__ void axpy(float* y, const float* x, float a, unsigned n)
+/// let axpy = module.function("axpy")?;
+/// let x = DeviceBuffer::from_slice(&[1.0f32, 2.0, 3.0])?;
+/// let mut y = DeviceBuffer::from_slice(&[10.0f32, 20.0, 30.0])?;
+/// let stream = Stream::new()?;
+/// let cfg = LaunchConfig::for_elements(3, 128)?;
+/// // SAFETY: axpy writes y[i] and reads x[i] only for i < n, and n is both buffers' length.
+/// unsafe { axpy.launch(&stream, &cfg, &kernel_args![&mut y, &x, 2.0f32, 3u32]) }?;
+/// assert_eq!(y.to_vec()?, [12.0, 24.0, 36.0]); // waits for the kernel (its use was noted)
+/// # Ok(())
+/// # }
+/// ```
+#[macro_export]
+macro_rules! kernel_args {
+    ($($arg:expr),* $(,)?) => {
+        [$($crate::KernelArg::from($arg)),*]
+    };
 }
 
 impl Function {
@@ -1195,11 +1360,11 @@ impl Function {
         let mut heap = Vec::new();
         let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
             for (slot, arg) in stack.iter_mut().zip(args) {
-                *slot = arg.ptr as *mut c_void;
+                *slot = arg.value_ptr();
             }
             &mut stack[..args.len()]
         } else {
-            heap.extend(args.iter().map(|a| a.ptr as *mut c_void));
+            heap.extend(args.iter().map(KernelArg::value_ptr));
             &mut heap
         };
         let uses: Vec<Use<'_>> = args.iter().filter_map(|a| a.used).collect();
@@ -1238,10 +1403,27 @@ impl Function {
     /// 1. each argument must have the type the kernel's parameter has, not just its size;
     /// 2. every device address the kernel uses must name memory that stays allocated, and is
     ///    not written by anything else, until the kernel has finished, and the kernel must stay
-    ///    within its bounds. Memory passed as [`KernelArg::read`] / [`KernelArg::write`] is kept
-    ///    so by the crate (its use is noted: its drop, CPU views and other streams wait for the
-    ///    kernel); an address passed by value with [`KernelArg::new`] is the caller's to keep
-    ///    alive (e.g. synchronise `stream` before dropping that buffer).
+    ///    within its bounds. Memory passed as memory (`&buf`, `&mut buf`, views, in
+    ///    [`kernel_args!`](crate::kernel_args); [`KernelArg::read`] / [`KernelArg::write`]) is
+    ///    kept so by the crate (its use is noted: its drop, CPU views and other streams wait for
+    ///    the kernel); an address passed as a plain integer is the caller's to keep alive (e.g.
+    ///    synchronise `stream` before dropping that buffer);
+    /// 3. memory passed as `&buf` (a read) must not be written by the kernel.
+    ///
+    /// ```no_run
+    /// # use cuda_runtime::{kernel_args, DeviceBuffer, LaunchConfig, Module, Stream};
+    /// # fn main() -> cuda_runtime::Result<()> {
+    /// # let (module, stream, n) = (Module::from_ptx("")?, Stream::new()?, 1024usize);
+    /// # let (a, b) = (DeviceBuffer::<f32>::new(n)?, DeviceBuffer::<f32>::new(n)?);
+    /// # let mut c = DeviceBuffer::<f32>::new(n)?;
+    /// // extern "C" __global__ void add(const float* a, const float* b, float* c, unsigned n)
+    /// let add = module.function("add")?;
+    /// let cfg = LaunchConfig::for_elements(n, 256)?;
+    /// // SAFETY: `add` touches a[i], b[i], c[i] for i < n only, and each holds n floats.
+    /// unsafe { add.launch(&stream, &cfg, &kernel_args![&a, &b, &mut c, n as u32]) }?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[doc(alias = "cudaLaunchKernel")]
     pub unsafe fn launch(
         &self,
@@ -1281,7 +1463,7 @@ pub(crate) fn best_block_size(
     mut blocks_for: impl FnMut(u32) -> Result<u32>,
 ) -> Result<(u32, u32)> {
     let mut best = (0u32, 0u32, 0u64); // blocks, size, threads
-    let top = if limit % warp == 0 {
+    let top = if limit.is_multiple_of(warp) {
         limit
     } else {
         (limit / warp + 1) * warp
@@ -1456,7 +1638,7 @@ mod tests {
             b.extend(1u16.to_le_bytes());
             b.extend(header.to_le_bytes());
             b.extend(size.to_le_bytes());
-            b.extend(std::iter::repeat(0x11).take(payload));
+            b.extend(std::iter::repeat_n(0x11, payload));
             b
         };
         let good = fatbin(16, 32, 32);

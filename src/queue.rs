@@ -157,8 +157,7 @@ impl Queue {
     /// Whether the calling thread can queue work on this queue (another thread's per-thread
     /// stream cannot be named).
     fn addressable(&self) -> bool {
-        self.owner
-            .map_or(true, |o| o == std::thread::current().id())
+        self.owner.is_none_or(|o| o == std::thread::current().id())
     }
 
     /// Whether the queue is being captured into a graph (`cuStreamIsCapturing`); the context

@@ -66,6 +66,29 @@ pub fn synchronize() -> Result<()> {
     record(Device::current().and_then(Device::synchronize_inner))
 }
 
+/// Starts profiling on the current device (`cudaProfilerStart`): a profiler attached to the
+/// process (Nsight Systems with `--capture-range=cudaProfilerApi`, for example) records from
+/// here. Without a profiler it does nothing and succeeds. Does not block the host.
+#[doc(alias = "cudaProfilerStart")]
+pub fn profiler_start() -> Result<()> {
+    record((|| {
+        let a = context::enter_current()?;
+        // SAFETY: the context is current; the call takes no arguments.
+        a.check(unsafe { sys::cuProfilerStart() }, "cuProfilerStart")
+    })())
+}
+
+/// Stops profiling on the current device (`cudaProfilerStop`), flushing what the profiler
+/// recorded. Without a profiler it does nothing and succeeds.
+#[doc(alias = "cudaProfilerStop")]
+pub fn profiler_stop() -> Result<()> {
+    record((|| {
+        let a = context::enter_current()?;
+        // SAFETY: the context is current; the call takes no arguments.
+        a.check(unsafe { sys::cuProfilerStop() }, "cuProfilerStop")
+    })())
+}
+
 /// A CUDA device, named by its ordinal. Cheap to copy; the device's primary context is created
 /// on first use and shared by all threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -250,7 +250,7 @@ impl Drop for Alloc {
                         .order
                         .get_mut()
                         .as_ref()
-                        .map_or(true, |o| o.waited.is_empty()) =>
+                        .is_none_or(|o| o.waited.is_empty()) =>
             {
                 context::release(device, generation, "freeing device memory", move |a| {
                     // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
@@ -340,7 +340,7 @@ pub struct DeviceBuffer<T: DeviceRepr> {
 pub struct DeviceView<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
-    alloc: &'a Alloc,
+    pub(crate) alloc: &'a Alloc,
     _t: PhantomData<&'a [T]>,
 }
 
@@ -349,7 +349,7 @@ pub struct DeviceView<'a, T: DeviceRepr> {
 pub struct DeviceViewMut<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
-    alloc: &'a Alloc,
+    pub(crate) alloc: &'a Alloc,
     _t: PhantomData<&'a mut [T]>,
 }
 
@@ -828,7 +828,7 @@ fn memset_pattern<T: DeviceRepr>(
     call: &'static str,
 ) -> Result<()> {
     let bytes = dst.len() * size_of::<T>();
-    if bytes % elem != 0 || dst.device_ptr() % elem as u64 != 0 {
+    if !bytes.is_multiple_of(elem) || dst.device_ptr() % elem as u64 != 0 {
         return Err(Error::InvalidValue {
             what: call,
             value: format!("{bytes} bytes at {:#x}", dst.device_ptr()),
@@ -861,7 +861,7 @@ fn fill<T: DeviceRepr>(
     // The widest word that divides the element and its address; one strided memset per word.
     let word = [4usize, 2, 1]
         .into_iter()
-        .find(|&w| size % w == 0 && dst.device_ptr() % w as u64 == 0)
+        .find(|&w| size.is_multiple_of(w) && dst.device_ptr() % w as u64 == 0)
         .unwrap_or(1);
     lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
         for (k, chunk) in bytes.chunks(word).enumerate() {

@@ -552,7 +552,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
                 unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.bits()) },
                 "cuMemHostAlloc",
             )?;
-            if p as usize % std::mem::align_of::<T>() != 0 {
+            if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
                 // SAFETY: allocated just above, never shared.
                 let _ = a.check(unsafe { sys::cuMemFreeHost(p) }, "cuMemFreeHost");
                 return Err(misaligned::<T>("cudaHostAlloc", p as u64));

@@ -207,7 +207,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             generation,
             HostSide::new(HostKind::Managed, host, true, true, true),
         );
-        if ptr % std::mem::align_of::<T>() as u64 != 0 {
+        if !ptr.is_multiple_of(std::mem::align_of::<T>() as u64) {
             drop(alloc);
             return Err(super::host::misaligned::<T>("cudaMallocManaged", ptr));
         }

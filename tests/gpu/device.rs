@@ -12,7 +12,8 @@ crate::tests![
     properties_agree_with_attributes,
     limits_set_and_read_back,
     cache_config_and_priority_range,
-    versions;
+    versions,
+    profiler_start_and_stop_bracket_work;
     exclusive: device_flags_follow_the_runtime, reset_invalidates_every_handle
 ];
 
@@ -168,4 +169,38 @@ fn reset_invalidates_every_handle() {
     assert_same("after reset", &fresh.to_vec().unwrap(), &data);
     let s2 = Stream::new().unwrap();
     s2.synchronize().unwrap();
+}
+
+fn profiler_start_and_stop_bracket_work() {
+    use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
+    let mut r = crate::common::rng();
+    cuda_runtime::get_last_error(); // this thread may have run another test
+                                    // Stopping or starting twice has no effect, as in libcudart.
+    cuda_runtime::profiler_stop().unwrap();
+    cuda_runtime::profiler_start().unwrap();
+    cuda_runtime::profiler_start().unwrap();
+    let n = r.usize(1..100_000);
+    let (a, b) = (
+        crate::common::random_f32(&mut r, n),
+        crate::common::random_f32(&mut r, n),
+    );
+    let (da, db) = (
+        DeviceBuffer::from_slice(&a).unwrap(),
+        DeviceBuffer::from_slice(&b).unwrap(),
+    );
+    let mut dc = DeviceBuffer::<f32>::new(n).unwrap();
+    let s = Stream::new().unwrap();
+    kernels::vector_add::vadd(
+        &s,
+        &LaunchConfig::for_elements(n, 256).unwrap(),
+        &da,
+        &db,
+        &mut dc,
+    )
+    .unwrap();
+    cuda_runtime::profiler_stop().unwrap();
+    cuda_runtime::profiler_stop().unwrap();
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    crate::common::assert_same("vadd between profiler calls", &dc.to_vec().unwrap(), &want);
+    assert_eq!(cuda_runtime::get_last_error(), None);
 }

@@ -102,8 +102,9 @@ fn pinned_cpu_access_waits_for_the_kernel() {
     );
     // Unmapped page-locked memory cannot be a kernel argument.
     let mut plain = PinnedBuffer::<u32>::new(16).unwrap();
-    let e = kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32), &mut plain)
-        .unwrap_err();
+    let e =
+        kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32).unwrap(), &mut plain)
+            .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
 }
 
@@ -222,7 +223,14 @@ fn zero_copy_kernel_on_mapped_memory() {
     let here = cuda_runtime::Device::current().unwrap();
     assert_eq!(ma.device_ptr_on(here).unwrap(), ma.device_ptr().unwrap());
     let s = Stream::new().unwrap();
-    kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &ma, &mb, &mut mc).unwrap();
+    kernels::vector_add::vadd(
+        &s,
+        &LaunchConfig::for_elements(n, 256).unwrap(),
+        &ma,
+        &mb,
+        &mut mc,
+    )
+    .unwrap();
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_same("zero-copy vadd", &mc.as_slice().unwrap(), &want);
     let e = PinnedBuffer::<f32>::new(4)
@@ -252,7 +260,8 @@ fn registration_round_trip_and_read_only_rules() {
     // A kernel writes registered mapped memory.
     let mut out = vec![0u32; 5000];
     HostRegistration::with(&mut out, HostRegisterFlags::MAPPED, |reg| {
-        kernels::spin::write_index(&s, &LaunchConfig::for_elements(5000, 128), reg).unwrap();
+        kernels::spin::write_index(&s, &LaunchConfig::for_elements(5000, 128).unwrap(), reg)
+            .unwrap();
     })
     .unwrap();
     let want: Vec<u32> = (0..5000u32).map(|i| i.wrapping_mul(2654435761)).collect();
@@ -260,8 +269,8 @@ fn registration_round_trip_and_read_only_rules() {
     // Read-only: no kernel writes, no copies into it.
     let ro = random_u32(&mut r, 64);
     HostRegistration::with_read_only(&ro, HostRegisterFlags::MAPPED, |reg| {
-        let e =
-            kernels::spin::write_index(&s, &LaunchConfig::for_elements(64, 64), reg).unwrap_err();
+        let e = kernels::spin::write_index(&s, &LaunchConfig::for_elements(64, 64).unwrap(), reg)
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
         let d = DeviceBuffer::<u32>::new(64).unwrap();
         assert!(d.copy_to_pinned_async(reg, &s).is_err());
@@ -382,7 +391,14 @@ fn managed_memory_kernels_prefetch_advice() {
         .unwrap();
     ma.prefetch_async(Location::Device(dev), &s).unwrap();
     mb.prefetch_async(Location::Device(dev), &s).unwrap();
-    kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &ma, &mb, &mut mc).unwrap();
+    kernels::vector_add::vadd(
+        &s,
+        &LaunchConfig::for_elements(n, 256).unwrap(),
+        &ma,
+        &mb,
+        &mut mc,
+    )
+    .unwrap();
     mc.prefetch_async(Location::Host, &s).unwrap();
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_same("managed vadd", &mc.as_slice().unwrap(), &want);

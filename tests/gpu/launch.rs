@@ -63,7 +63,7 @@ fn vadd_matches_cpu() {
             dc.fill(f32::NAN).unwrap();
             kernels::vector_add::vadd(
                 &s,
-                &LaunchConfig::for_elements(a.len(), 256),
+                &LaunchConfig::for_elements(a.len(), 256).unwrap(),
                 &da,
                 &db,
                 &mut dc,
@@ -90,8 +90,14 @@ fn vadd_on_views_and_short_outputs_stays_in_bounds() {
     // Output view shorter than the inputs: the kernel bounds itself by the shortest length.
     {
         let mut out = dc.slice_mut(100..600).unwrap();
-        kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 128), &da, &db, &mut out)
-            .unwrap();
+        kernels::vector_add::vadd(
+            &s,
+            &LaunchConfig::for_elements(n, 128).unwrap(),
+            &da,
+            &db,
+            &mut out,
+        )
+        .unwrap();
     }
     s.synchronize().unwrap();
     let got = dc.to_vec().unwrap();
@@ -133,7 +139,7 @@ fn launch_validation_names_values() {
         );
     }
     // The stream is still fine.
-    kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32), &mut out).unwrap();
+    kernels::spin::write_index(&s, &LaunchConfig::for_elements(16, 32).unwrap(), &mut out).unwrap();
     s.synchronize().unwrap();
 }
 
@@ -150,8 +156,9 @@ fn launch_on_another_devices_stream_fails() {
         let s1 = Stream::new().unwrap();
         let mut out = DeviceBuffer::<u32>::new(16).unwrap();
         cuda_runtime::set_device(0).unwrap();
-        let e = kernels::spin::write_index(&s1, &LaunchConfig::for_elements(16, 32), &mut out)
-            .unwrap_err();
+        let e =
+            kernels::spin::write_index(&s1, &LaunchConfig::for_elements(16, 32).unwrap(), &mut out)
+                .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidResourceHandle, "{e}");
     })
     .join()
@@ -208,7 +215,7 @@ fn user_ptx_arguments_are_checked() {
     let mut dy = DeviceBuffer::from_slice(&y).unwrap();
     let s = Stream::new().unwrap();
     let (py, px, nn) = (dy.as_raw(), dx.as_raw(), n as u32);
-    let cfg = LaunchConfig::for_elements(n, 256);
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
     // Too few arguments, and a wrong size: errors, no launch.
     // SAFETY: these calls are refused before launching (checked below).
     let e = unsafe { f.launch(&s, &cfg, &[KernelArg::new(&py), KernelArg::new(&px)]) }.unwrap_err();
@@ -320,7 +327,7 @@ fn fake_entries_in_ptx_comments_do_not_change_the_parameter_list() {
         let dy = DeviceBuffer::from_slice(&y).unwrap();
         let s = Stream::new().unwrap();
         let (py, px, nn) = (dy.as_raw(), dx.as_raw(), n as u32);
-        let cfg = LaunchConfig::for_elements(n, 256);
+        let cfg = LaunchConfig::for_elements(n, 256).unwrap();
         // What the commented entries declare is refused before launching.
         // SAFETY: refused before launching (checked below).
         let e = unsafe { f.launch(&s, &cfg, &[KernelArg::new(&py)]) }.unwrap_err();
@@ -519,7 +526,7 @@ fn module_globals_round_trip() {
     let mut dy = DeviceBuffer::<f32>::new(x.len()).unwrap();
     kernels::constant_memory::poly_eval(
         &s,
-        &LaunchConfig::for_elements(x.len(), 128),
+        &LaunchConfig::for_elements(x.len(), 128).unwrap(),
         &dx,
         &mut dy,
         15,
@@ -653,7 +660,7 @@ fn threads_launch_concurrently() {
                 for _ in 0..20 {
                     kernels::vector_add::vadd(
                         &s,
-                        &LaunchConfig::for_elements(n, 256),
+                        &LaunchConfig::for_elements(n, 256).unwrap(),
                         &da,
                         &db,
                         &mut dc,

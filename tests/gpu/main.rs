@@ -19,6 +19,7 @@ mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod user_kernels;
 
 use std::sync::RwLock;
 
@@ -58,10 +59,21 @@ fn main() {
     }
     let args = Arguments::from_args();
     let require = std::env::var("CUDA_RUNTIME_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    let skip = if require { None } else { gpu_unavailable() };
-    if let Some(reason) = &skip {
-        eprintln!("GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)");
-    }
+    let unavailable = gpu_unavailable();
+    // Without a GPU: ignored, or failed (each test, with the reason) when one is required.
+    let (skip, missing) = match (&unavailable, require) {
+        (Some(reason), false) => {
+            eprintln!(
+                "GPU tests ignored: {reason} (set CUDA_RUNTIME_REQUIRE_GPU=1 to fail instead)"
+            );
+            (true, None)
+        }
+        (Some(reason), true) => {
+            eprintln!("GPU tests fail: CUDA_RUNTIME_REQUIRE_GPU=1 but {reason}");
+            (false, Some(reason.clone()))
+        }
+        (None, _) => (false, None),
+    };
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
@@ -72,12 +84,13 @@ fn main() {
         pitched::TESTS,
         safety::TESTS,
         stream::TESTS,
+        user_kernels::TESTS,
     ]
     .into_iter()
     .flatten()
     .collect();
     let devices = cuda_runtime::device_count().unwrap_or(0);
-    if skip.is_none() && all.iter().any(|t| t.min_devices > devices) {
+    if unavailable.is_none() && all.iter().any(|t| t.min_devices > devices) {
         eprintln!(
             "multi-GPU tests ignored: this machine has {devices} GPU(s); they run on a machine \
              with two"
@@ -87,8 +100,14 @@ fn main() {
         .into_iter()
         .map(|t| {
             let (f, exclusive) = (t.run, t.exclusive);
-            let ignored = skip.is_some() || t.min_devices > devices;
+            // A missing GPU is a failure when one is required; a missing second GPU is not
+            // (the multi-GPU tests run on a machine with two).
+            let ignored = skip || (missing.is_none() && t.min_devices > devices);
+            let missing = missing.clone();
             Trial::test(t.name, move || -> Result<(), Failed> {
+                if let Some(reason) = missing {
+                    return Err(format!("CUDA_RUNTIME_REQUIRE_GPU=1, but {reason}").into());
+                }
                 let _guard = if exclusive {
                     (
                         None,

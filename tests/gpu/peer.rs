@@ -159,7 +159,7 @@ fn portable_mapped_memory_on_the_other_device() {
     // `ma` is page-locked but not mapped: the kernel reads a device copy of it.
     let mut da = DeviceBuffer::<f32>::new(n).unwrap();
     da.copy_from_pinned_async(&ma, &s1).unwrap();
-    let cfg = LaunchConfig::for_elements(n, 256);
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
     kernels::vector_add::vadd(&s1, &cfg, &da, &mb, &mut mc).unwrap();
     // The non-portable buffer is refused for device 1's stream before the launch.
     let mut out = DeviceBuffer::<f32>::new(n).unwrap();

@@ -44,7 +44,7 @@ fn pitched_copies_match_a_cpu_model() {
     for round in 0..12 {
         let full = Extent::new(r.usize(1..300), r.usize(1..40), r.usize(1..6));
         let mut img = PitchedBuffer::<u32>::new_3d(full).unwrap();
-        assert!(img.pitch() >= full.width * 4 && img.pitch() % 4 == 0);
+        assert!(img.pitch() >= full.width * 4 && img.pitch().is_multiple_of(4));
         assert_eq!(img.extent(), full);
         // Host source with its own pitch.
         let hp = full.width + r.usize(0..20);

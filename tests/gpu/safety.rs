@@ -124,7 +124,7 @@ fn vadd_checked(r: &mut fastrand::Rng, stream: &Stream, what: &str) {
     dc.fill_async(f32::NAN, stream).unwrap();
     kernels::vector_add::vadd(
         stream,
-        &LaunchConfig::for_elements(n, 256),
+        &LaunchConfig::for_elements(n, 256).unwrap(),
         &da,
         &db,
         &mut dc,
@@ -221,10 +221,14 @@ fn per_thread_round(
             // B looks.
             kernels::spin::spin(&s, &one_thread(), &mut stamps, 100_000_000, 0).unwrap();
             match (&mut mem, kind) {
-                (HostMem::Pinned(p), ViewKind::Mapped) => {
-                    kernels::vector_add::vadd(&s, &LaunchConfig::for_elements(n, 256), &da, &db, p)
-                        .unwrap()
-                }
+                (HostMem::Pinned(p), ViewKind::Mapped) => kernels::vector_add::vadd(
+                    &s,
+                    &LaunchConfig::for_elements(n, 256).unwrap(),
+                    &da,
+                    &db,
+                    p,
+                )
+                .unwrap(),
                 (HostMem::Pinned(p), _) => da.copy_to_pinned_async(p, &s).unwrap(),
                 (HostMem::Managed(m), _) => da.copy_to_pinned_async(m, &s).unwrap(),
             }
@@ -906,7 +910,7 @@ fn wait_event_reset_child() {
                     // Work on device 1 behind the waits.
                     if let Err(e) = kernels::spin::write_index(
                         &s1,
-                        &LaunchConfig::for_elements(4096, 128),
+                        &LaunchConfig::for_elements(4096, 128).unwrap(),
                         &mut marks,
                     ) {
                         problems
@@ -1101,7 +1105,7 @@ impl Worker {
         }
         kernels::vector_add::vadd(
             &s,
-            &LaunchConfig::for_elements(n, 256),
+            &LaunchConfig::for_elements(n, 256).unwrap(),
             da.as_ref().unwrap(),
             db.as_ref().unwrap(),
             dc.as_mut().unwrap(),
@@ -1176,7 +1180,7 @@ impl Worker {
             HostMem::Managed(ManagedBuffer::new(n).unwrap())
         };
         out.read_then_write(&vec![f32::NAN; n]);
-        let cfg = LaunchConfig::for_elements(n, 256);
+        let cfg = LaunchConfig::for_elements(n, 256).unwrap();
         match &mut out {
             HostMem::Pinned(p) => kernels::vector_add::vadd(&s, &cfg, &ma, &mb, p).unwrap(),
             HostMem::Managed(m) => kernels::vector_add::vadd(&s, &cfg, &ma, &mb, m).unwrap(),
@@ -1246,7 +1250,8 @@ fn stress_child() {
         let d = DeviceBuffer::from_slice(&big).unwrap();
         assert_same("warm-up staged", &d.to_vec().unwrap(), &big);
         let mut m = ManagedBuffer::<u32>::new(4096).unwrap();
-        kernels::spin::write_index(&s, &LaunchConfig::for_elements(4096, 128), &mut m).unwrap();
+        kernels::spin::write_index(&s, &LaunchConfig::for_elements(4096, 128).unwrap(), &mut m)
+            .unwrap();
         drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
         s.synchronize().unwrap();
     }

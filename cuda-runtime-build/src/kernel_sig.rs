@@ -1,6 +1,7 @@
 //! Kernel signatures: parsing `extern "C" __global__` declarations from CUDA sources, checking
-//! them against the PTX, and generating the typed launch wrappers. Used by `build.rs`, and
-//! compiled into the library's unit tests so that it is tested everywhere.
+//! them against the PTX, and generating the typed launch wrappers. Used by the build pipeline
+//! (cuda-runtime's own `build.rs` and users' through `Kernels`), and by the
+//! cuda-runtime library at run time (launch preconditions, user PTX's parameter lists).
 //!
 //! The comment lines right above a kernel may hold directives, `// cuda-runtime: <directive>`:
 //!
@@ -155,6 +156,18 @@ fn strip_comments(s: &str) -> String {
     out
 }
 
+/// Rust's keywords (strict and reserved, 2021 edition): a parameter named so would not compile.
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+    "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "try", "typeof", "unsized", "virtual", "yield", "gen",
+];
+
+/// The names of the generated wrapper's own arguments and locals.
+const WRAPPER_NAMES: &[&str] = &["stream", "config", "params"];
+
 fn parse_param(kernel: &str, text: &str) -> Result<Param, String> {
     let spaced = text.replace('*', " * ");
     let mut tokens: Vec<&str> = spaced.split_whitespace().collect();
@@ -162,6 +175,11 @@ fn parse_param(kernel: &str, text: &str) -> Result<Param, String> {
         .pop()
         .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .ok_or_else(|| format!("kernel {kernel}: cannot read parameter `{}`", text.trim()))?;
+    if RUST_KEYWORDS.contains(&name) || WRAPPER_NAMES.contains(&name) {
+        return Err(format!(
+            "kernel {kernel}: parameter `{name}` cannot name an argument of the generated Rust wrapper (a Rust keyword, or one of {WRAPPER_NAMES:?}): rename it"
+        ));
+    }
     let stars = tokens.iter().filter(|t| **t == "*").count();
     if stars > 1 {
         return Err(format!(
@@ -170,10 +188,7 @@ fn parse_param(kernel: &str, text: &str) -> Result<Param, String> {
     }
     let is_const = tokens.iter().position(|t| *t == "const").is_some_and(|c| {
         // `const T*` or `T const*`: const before the star.
-        tokens
-            .iter()
-            .position(|t| *t == "*")
-            .map_or(true, |s| c < s)
+        tokens.iter().position(|t| *t == "*").is_none_or(|s| c < s)
     });
     let base: Vec<&str> = tokens
         .iter()
@@ -1482,7 +1497,8 @@ extern "C" __global__ void empty() {}
             .unwrap_or_else(|| fastrand::u64(..));
         println!("PTX_FUZZ_SEED={seed}");
         let mut rng = fastrand::Rng::with_seed(seed);
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/ptx");
+        // The cuda-runtime crate's committed PTX, beside this crate in the workspace.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels/ptx");
         let mut real: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
@@ -1614,6 +1630,20 @@ extern "C" __global__ void empty() {}
         let mut bad = k[2].clone();
         bad.name = "gone".into();
         assert!(check_against_ptx(&bad, &e).unwrap_err().contains("gone"));
+    }
+
+    #[test]
+    fn parameters_named_like_rust_keywords_or_wrapper_arguments_are_build_errors() {
+        for name in ["in", "type", "fn", "stream", "config", "params"] {
+            let src = format!("extern \"C\" __global__ void k(const int* {name}, size_t n) {{}}");
+            let e = parse_kernels(&src).unwrap_err();
+            assert!(
+                e.contains("kernel k") && e.contains(&format!("`{name}`")),
+                "{e}"
+            );
+        }
+        parse_kernels("extern \"C\" __global__ void k(const int* input, size_t input_len) {}")
+            .unwrap();
     }
 
     #[test]
