@@ -7,9 +7,10 @@ ours=$(cd "$1" && pwd)
 theirs=${2:-/usr/local/cuda/lib64}
 nvcc=${3:-/usr/local/cuda/bin/nvcc}
 work=$(mktemp -d)
-mkdir -p "$work/ours"
+mkdir -p "$work/ours" "$work/theirs"
 cp "$ours/libcudart.so" "$work/ours/libcudart.so.13"
-"$nvcc" -O2 -arch=sm_90 -cudart shared "$here/figures.cu" -o "$work/figures" -L"$theirs"
+ln -sf "$theirs/libcudart.so.13" "$work/theirs/libcudart.so"
+"$nvcc" -O2 -arch=sm_90 -cudart shared "$here/figures.cu" -o "$work/figures" -L"$work/theirs"
 for i in 1 2 3; do
   echo "== NVIDIA libcudart ($i)"; LD_LIBRARY_PATH="$theirs" "$work/figures"
   echo "== cuda-runtime's libcudart ($i)"; LD_LIBRARY_PATH="$work/ours" "$work/figures"
