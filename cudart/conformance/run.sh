@@ -8,7 +8,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 ours=$(cd "$1" && pwd)
-theirs=${2:-$root/.nvcc/nvidia/cu13/lib}
+theirs=$(cd "${2:-$root/.nvcc/nvidia/cu13/lib}" && pwd)
 nvcc=${3:-$root/.nvcc/nvidia/cu13/bin/nvcc}
 work=$(mktemp -d)
 mkdir -p "$work/ours" "$work/theirs"
