@@ -584,6 +584,32 @@ impl<'a> TextureObject<'a> {
     /// [`Error::SizeLimit`] beyond `cudaDeviceGetTexture1DLinearMaxWidth` for the texel size;
     /// [`Error::InvalidValue`] for empty memory or host memory; [`Error::TextureDesc`] for a
     /// description other than the defaults in addressing, filtering, coordinates and sRGB.
+    ///
+    /// The memory cannot be dropped (or written) while the texture lives:
+    ///
+    /// ```compile_fail
+    /// use cuda_runtime::{DeviceBuffer, TextureDesc, TextureObject};
+    /// # fn main() -> cuda_runtime::Result<()> {
+    /// let buf = DeviceBuffer::<f32>::new(1024)?;
+    /// let tex = TextureObject::from_linear(&buf, &TextureDesc::default())?;
+    /// drop(buf); // error: `buf` is borrowed by `tex`
+    /// # drop(tex);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Nor can a view it reads:
+    ///
+    /// ```compile_fail
+    /// use cuda_runtime::{DeviceBuffer, TextureDesc, TextureObject};
+    /// # fn main() -> cuda_runtime::Result<()> {
+    /// let buf = DeviceBuffer::<f32>::new(1024)?;
+    /// let tex = {
+    ///     let view = buf.slice(128..)?;
+    ///     TextureObject::from_linear(&view, &TextureDesc::default())?
+    /// }; // error: `view` does not live long enough
+    /// # drop(tex);
+    /// # Ok(()) }
+    /// ```
     #[doc(alias = "cudaCreateTextureObject")]
     pub fn from_linear<T: Texel>(
         memory: &'a (impl DeviceRead<T> + ?Sized),

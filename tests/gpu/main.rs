@@ -14,6 +14,7 @@ mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod texture;
 
 use std::sync::RwLock;
 
@@ -38,6 +39,7 @@ fn main() {
             .iter()
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
+            .chain(texture::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -67,6 +69,7 @@ fn main() {
         pitched::TESTS,
         safety::TESTS,
         stream::TESTS,
+        texture::TESTS,
     ]
     .into_iter()
     .flatten()
