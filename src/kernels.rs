@@ -53,6 +53,13 @@
 //!   block's first row of threads only, whatever the launch shape; a negative `n` reverses none.
 //! * `pitched::scale_rows` is correct for any shape and any pitch (64-bit indices, threads with a
 //!   z index above 0 idle, row offsets that would overflow skipped).
+//! * `texture::*` are grid-stride loops bounded by every buffer's length, so any shape is
+//!   correct. Texture fetches never fault (coordinates outside are addressed by the texture's
+//!   modes; linear fetches outside read zero), and surface accesses use
+//!   `cudaBoundaryModeZero`: outside the surface a write is dropped and a read gives zero,
+//!   whatever width and height are passed. Texture and surface parameters take the crate's
+//!   [`TextureObject`](crate::TextureObject) and [`SurfaceObject`](crate::SurfaceObject),
+//!   whose uses (of the object and of the memory behind it) the launch notes.
 //! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
 //!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`)
 //!   and `params::*` are correct for any shape. (`spin::spin` spins as long as it is told to: a
@@ -197,6 +204,26 @@ mod tests {
             ("transpose_coalesced", BLOCK_32X8),
             ("transpose_no_bank_conflicts", BLOCK_32X8),
             ("vadd", &[]),
+            ("fetch_linear", &[]),
+            ("fetch_linear_u", &[]),
+            ("sample_1d", &[]),
+            ("sample_2d", &[]),
+            ("sample_2d_u", &[]),
+            ("sample_2d_i", &[]),
+            ("sample_3d", &[]),
+            ("sample_1d_layered", &[]),
+            ("sample_2d_layered", &[]),
+            ("sample_cubemap", &[]),
+            ("sample_cubemap_layered", &[]),
+            ("gather_2d", &[]),
+            ("sample_2d_lod", &[]),
+            ("surf_write_2d", &[]),
+            ("surf_scale_2d", &[]),
+            ("surf_write_2d_layered", &[]),
+            ("surf_write_cubemap", &[]),
+            ("rotate", &[]),
+            ("stream_texture", &[]),
+            ("stream_global", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

@@ -107,6 +107,7 @@ pub mod kernels;
 pub mod memory;
 mod queue;
 pub mod stream;
+pub mod texture;
 
 pub use event::{Event, EventFlags};
 pub use memory::{
@@ -120,8 +121,13 @@ pub use memory::{
     MemPoolProps, MemoryType, PageLocked, PinnedBuffer, PointerAttributes, PoolStats, ReusePolicy,
     ShareableHandle,
 };
+pub use memory::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
+};
+pub use texture::{
+    AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, SurfaceObject,
+    Texel, TexelScalar, TextureDesc, TextureObject,
 };
 pub mod launch;
 pub mod module;

@@ -647,15 +647,18 @@ struct Yard {
     idle_lock: Mutex<()>,
 }
 
-/// The yard of deferred frees. Only frees that return at once (`cuMemFreeAsync`) go there:
-/// calls that wait for the whole device (`cuMemFreeHost`, `cuMemHostUnregister`, managed
-/// `cuMemFree`, IPC close) made at an arbitrary later time deadlocked the driver beside other
-/// threads' stream-ordered allocations (measured), so those run on the dropping thread.
-fn yards() -> &'static [Yard; 1] {
-    static YARDS: OnceLock<[Yard; 1]> = OnceLock::new();
+/// The yards of deferred frees, each with its reclaimer thread. Yard 0 takes frees that return
+/// at once (`cuMemFreeAsync`, `cuTexObjectDestroy`). Yard 1 takes the destruction of CUDA arrays
+/// (`cuArrayDestroy`, `cuMipmappedArrayDestroy`), which waits for the whole device as `cuMemFree`
+/// does: on a thread of its own it holds up neither the dropping thread nor the other frees.
+/// (Calls that wait for the whole device on host memory, `cuMemFreeHost`, `cuMemHostUnregister`,
+/// managed `cuMemFree` and IPC close, made at an arbitrary later time deadlocked the driver beside
+/// other threads' stream-ordered allocations (measured), so those run on the dropping thread.)
+fn yards() -> &'static [Yard; 2] {
+    static YARDS: OnceLock<[Yard; 2]> = OnceLock::new();
     static STARTED: OnceLock<()> = OnceLock::new();
     let y = YARDS.get_or_init(|| {
-        [0].map(|_| Yard {
+        [0, 1].map(|_| Yard {
             graves: Mutex::new(Vec::new()),
             wake: Condvar::new(),
             busy: AtomicUsize::new(0),
@@ -664,7 +667,7 @@ fn yards() -> &'static [Yard; 1] {
         })
     });
     STARTED.get_or_init(|| {
-        for i in 0..1 {
+        for i in 0..2 {
             // Without the thread, frees wait for `reclaim` (a synchronising call) instead.
             let _ = std::thread::Builder::new()
                 .name(format!("cuda-runtime-reclaimer-{i}"))
@@ -682,12 +685,35 @@ pub(crate) fn defer_free(
     during: &'static str,
     free: impl FnOnce(Option<&Active>) -> Result<()> + Send + 'static,
 ) {
-    let y = &yards()[0];
+    bury_later(0, device, generation, waits, during, Box::new(free));
+}
+
+/// As [`defer_free`], for a free that waits for the whole device (the destruction of a CUDA
+/// array): it runs on a reclaimer of its own, so that it holds up no other free.
+pub(crate) fn defer_free_blocking(
+    device: i32,
+    generation: u64,
+    waits: Vec<(Arc<Queue>, u64)>,
+    during: &'static str,
+    free: impl FnOnce(Option<&Active>) -> Result<()> + Send + 'static,
+) {
+    bury_later(1, device, generation, waits, during, Box::new(free));
+}
+
+fn bury_later(
+    yard: usize,
+    device: i32,
+    generation: u64,
+    waits: Vec<(Arc<Queue>, u64)>,
+    during: &'static str,
+    free: FreeFn,
+) {
+    let y = &yards()[yard];
     y.graves.lock().push(Grave {
         device,
         generation,
         waits,
-        free: Box::new(free),
+        free,
         during,
     });
     y.wake.notify_one();
@@ -817,8 +843,10 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
         if now >= end {
             return true;
         }
+        for y in yards() {
+            y.wake.notify_one();
+        }
         let y = &yards()[0];
-        y.wake.notify_one();
         let mut l = y.idle_lock.lock();
         y.idle
             .wait_for(&mut l, (end - now).min(Duration::from_millis(1)));

@@ -37,6 +37,10 @@ pub enum Scalar {
     F32,
     F64,
     Bool,
+    /// `cudaTextureObject_t`: the wrapper takes a `&TextureObject`.
+    TexObject,
+    /// `cudaSurfaceObject_t`: the wrapper takes a `&mut SurfaceObject`.
+    SurfObject,
 }
 
 impl Scalar {
@@ -55,6 +59,8 @@ impl Scalar {
             "float" => Scalar::F32,
             "double" => Scalar::F64,
             "bool" => Scalar::Bool,
+            "cudaTextureObject_t" => Scalar::TexObject,
+            "cudaSurfaceObject_t" => Scalar::SurfObject,
             _ => return None,
         })
     }
@@ -65,7 +71,12 @@ impl Scalar {
             Scalar::I8 | Scalar::U8 | Scalar::Bool => 1,
             Scalar::I16 | Scalar::U16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-            Scalar::I64 | Scalar::U64 | Scalar::Usize | Scalar::F64 => 8,
+            Scalar::I64
+            | Scalar::U64
+            | Scalar::Usize
+            | Scalar::F64
+            | Scalar::TexObject
+            | Scalar::SurfObject => 8,
         }
     }
 
@@ -79,7 +90,8 @@ impl Scalar {
             Scalar::I32 => "i32",
             Scalar::U32 => "u32",
             Scalar::I64 => "i64",
-            Scalar::U64 => "u64",
+            // Texture and surface handles are raw `u64`s for unsafe kernels only.
+            Scalar::U64 | Scalar::TexObject | Scalar::SurfObject => "u64",
             Scalar::Usize => "usize",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
@@ -201,6 +213,11 @@ fn parse_param(kernel: &str, text: &str) -> Result<Param, String> {
             text.trim()
         )
     })?;
+    if stars > 0 && matches!(ty, Scalar::TexObject | Scalar::SurfObject) {
+        return Err(format!(
+            "kernel {kernel}: parameter `{name}`: pointers to texture or surface objects are not supported"
+        ));
+    }
     Ok(Param {
         name: name.to_string(),
         ty,
@@ -935,7 +952,12 @@ fn parse_operand(t: &str, params: &[Param], args: &mut Vec<String>) -> Result<Op
             "unknown quantity `{t}`: expected block.x|y|z, grid.x|y|z, dynamic_shared or an integer parameter"
         )
     })?;
-    if p.pointer || matches!(p.ty, Scalar::F32 | Scalar::F64 | Scalar::Bool) {
+    if p.pointer
+        || matches!(
+            p.ty,
+            Scalar::F32 | Scalar::F64 | Scalar::Bool | Scalar::TexObject | Scalar::SurfObject
+        )
+    {
         return Err(format!(
             "parameter `{t}` is not an integer (only integer parameters may be compared)"
         ));
@@ -1112,6 +1134,41 @@ fn generate_precondition_check(o: &mut String, k: &Kernel) {
     let _ = writeln!(o, "    }}");
 }
 
+/// A texture or surface object parameter of a safe kernel: the wrapper takes the crate's object
+/// (`&TextureObject<'_>`, `&mut SurfaceObject`), passes its handle, and hands the launch two uses
+/// (the object, and the memory it reads or the array it writes). Returns `false` for other
+/// parameters.
+fn handle_param(
+    p: &Param,
+    args: &mut Vec<String>,
+    setup: &mut Vec<String>,
+    uses: &mut Vec<String>,
+    ptrs: &mut Vec<String>,
+) -> bool {
+    let (ty, call) = match p.ty {
+        Scalar::TexObject => (
+            "&crate::TextureObject<'_>",
+            "crate::TextureObject::kernel_arg",
+        ),
+        Scalar::SurfObject => (
+            "&mut crate::SurfaceObject",
+            "crate::SurfaceObject::kernel_arg",
+        ),
+        _ => return false,
+    };
+    let n = &p.name;
+    args.push(format!("{n}: {ty}"));
+    setup.push(format!(
+        "let (mut {n}_v, {n}_use, {n}_mem_use) = {call}({n});"
+    ));
+    uses.push(format!("{n}_use"));
+    uses.push(format!("{n}_mem_use"));
+    ptrs.push(format!(
+        "&mut {n}_v as *mut u64 as *mut ::core::ffi::c_void"
+    ));
+    true
+}
+
 /// Generates the Rust module for one kernel file. `ptx_path` is the absolute path of the PTX to
 /// embed, `source` the file's name for the docs.
 pub fn generate(
@@ -1200,6 +1257,8 @@ pub fn generate(
                     p.name
                 ));
                 i += 2;
+            } else if !k.is_unsafe && handle_param(p, &mut args, &mut setup, &mut uses, &mut ptrs) {
+                i += 1;
             } else {
                 let t = if p.pointer { "u64" } else { p.ty.rust() };
                 args.push(format!("{}: {t}", p.name));
@@ -1932,5 +1991,41 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         let k = parse_kernels(src).unwrap();
         let code = generate("u", "u.cu", "/x/u.ptx", &k).unwrap();
         assert!(code.contains("r_preconditions(config, p_len)?;"), "{code}");
+    }
+
+    #[test]
+    fn texture_and_surface_parameters_take_the_objects_and_note_two_uses() {
+        let src = "extern \"C\" __global__ void k(cudaTextureObject_t t, cudaSurfaceObject_t s, \
+                   const float* a, size_t a_len, int n) {}\n\
+                   // cuda-runtime: unsafe\n\
+                   extern \"C\" __global__ void raw(cudaTextureObject_t t) {}";
+        let k = parse_kernels(src).unwrap();
+        assert_eq!(k[0].params[0].ty, Scalar::TexObject);
+        assert_eq!(k[0].params[1].ty, Scalar::SurfObject);
+        assert_eq!(k[0].params[0].size(), 8);
+        let code = generate("t", "t.cu", "/x/t.ptx", &k).unwrap();
+        assert!(
+            code.contains("t: &crate::TextureObject<'_>, s: &mut crate::SurfaceObject"),
+            "{code}"
+        );
+        assert!(
+            code.contains("&[t_use, t_mem_use, s_use, s_mem_use, a_use]"),
+            "{code}"
+        );
+        // Unsafe kernels take the raw handle.
+        assert!(
+            code.contains(
+                "pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, t: u64)"
+            ),
+            "{code}"
+        );
+        // Handles are not integers to compare, and pointers to them are refused.
+        let e = parse_kernels("// cuda-runtime: require t > 0\nextern \"C\" __global__ void k(cudaTextureObject_t t) {}").unwrap_err();
+        assert!(e.contains("not an integer"), "{e}");
+        let e = parse_kernels(
+            "extern \"C\" __global__ void k(cudaSurfaceObject_t* s, size_t s_len) {}",
+        )
+        .unwrap_err();
+        assert!(e.contains("pointers to texture or surface objects"), "{e}");
     }
 }

@@ -248,6 +248,74 @@ pub enum Error {
         /// The pitch in bytes.
         pitch: usize,
     },
+    /// A size outside the device's limit for its kind of CUDA array, texture or surface
+    /// (`cudaErrorInvalidValue`), checked before the driver is called.
+    #[error("{what} is {value}, but the device's limit ({limit_name}) is {limit}")]
+    SizeLimit {
+        /// The offending dimension (e.g. `"2-D array height"`).
+        what: &'static str,
+        /// Its value.
+        value: usize,
+        /// The largest value the device accepts.
+        limit: usize,
+        /// The device attribute the limit comes from (e.g. `"cudaDevAttrMaxTexture2DHeight"`).
+        limit_name: &'static str,
+    },
+    /// A channel description that no CUDA array format matches, such as three channels
+    /// (`cudaErrorInvalidChannelDescriptor`).
+    #[error("invalid channel description (x {x}, y {y}, z {z}, w {w} bits, {kind}): {reason}")]
+    InvalidChannelDesc {
+        /// Bits of the first channel.
+        x: i32,
+        /// Bits of the second channel.
+        y: i32,
+        /// Bits of the third channel.
+        z: i32,
+        /// Bits of the fourth channel.
+        w: i32,
+        /// The channel kind (`"signed"`, `"unsigned"`, `"float"`, `"none"` or a number).
+        kind: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A texture or surface description that the driver would refuse or silently change, refused
+    /// before the driver is called. The code is `cudaErrorInvalidFilterSetting` for linear
+    /// filtering of a texel format that cannot give a float result,
+    /// `cudaErrorInvalidNormSetting` for reading a format as normalised floats that has no such
+    /// reading, and `cudaErrorInvalidValue` otherwise.
+    #[error("invalid texture description: {what} is {value} ({reason})")]
+    TextureDesc {
+        /// The runtime's code for the refusal.
+        code: ErrorCode,
+        /// The field or combination (e.g. `"address_mode[0]"`).
+        what: &'static str,
+        /// Its value, printed (with the texel format where that decides).
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A texture over linear or pitched memory whose address or pitch is not a multiple of the
+    /// device's alignment (`cudaErrorInvalidValue`): views at arbitrary offsets cannot be
+    /// textures.
+    #[error("{what} {value:#x} is not a multiple of the device's {attribute} ({alignment} bytes)")]
+    TextureAlignment {
+        /// `"texture base address"` or `"texture pitch"`.
+        what: &'static str,
+        /// The address or pitch.
+        value: u64,
+        /// The required alignment in bytes.
+        alignment: u64,
+        /// The device attribute it comes from.
+        attribute: &'static str,
+    },
+    /// A surface object over a CUDA array made without
+    /// [`ArrayFlags::SURFACE_LOAD_STORE`](crate::ArrayFlags::SURFACE_LOAD_STORE)
+    /// (`cudaErrorInvalidValue`; the driver itself accepts it, against its documentation).
+    #[error("a surface object needs an array made with ArrayFlags::SURFACE_LOAD_STORE (cudaArraySurfaceLoadStore), but the array's flags are {flags:#x}")]
+    SurfaceNotLoadStore {
+        /// The array's flags (`cudaArray*` bits).
+        flags: u32,
+    },
     /// A device reset refused because the CPU borrows host memory the device's context owns
     /// (a view of write-combined page-locked or managed memory): the reset would free the
     /// memory under the borrow (`cudaErrorNotPermitted`).
@@ -352,6 +420,11 @@ impl Error {
                 ErrorCode::NotPermitted
             }
             Error::ManagedTooLarge { .. } => ErrorCode::MemoryAllocation,
+            Error::SizeLimit { .. }
+            | Error::TextureAlignment { .. }
+            | Error::SurfaceNotLoadStore { .. } => ErrorCode::InvalidValue,
+            Error::InvalidChannelDesc { .. } => ErrorCode::InvalidChannelDescriptor,
+            Error::TextureDesc { code, .. } => *code,
         }
     }
 

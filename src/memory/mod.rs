@@ -54,6 +54,7 @@
 //! * after a device reset every buffer of the device reports [`Error::ContextDestroyed`](crate::Error::ContextDestroyed); its
 //!   memory died with the context and is not freed twice.
 
+mod array;
 mod device;
 pub(crate) mod host;
 mod ipc;
@@ -63,6 +64,9 @@ mod pointer;
 mod pool;
 mod staging;
 
+pub use array::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
+pub(crate) use array::{ArrayInner, MipmappedInner, TexLimits};
+pub(crate) use device::sealed;
 pub(crate) use device::Alloc;
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{

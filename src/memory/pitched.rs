@@ -5,8 +5,9 @@
 //! a number of rows per slice) and a bound, and a region ([`Copy3D`]): where it starts on each
 //! side and its extent. Sides are host slices ([`HostPitched`], [`HostPitchedMut`]), pitched
 //! device allocations ([`PitchedBuffer`]) and linear device memory seen with a pitch
-//! ([`DeviceBuffer::as_pitched`]); CUDA arrays will be another kind of side. Every region is
-//! checked against its side before the driver is called.
+//! ([`DeviceBuffer::as_pitched`]) and CUDA arrays ([`Array`](crate::Array), positions and
+//! extents in texels, never bytes). Every region is checked against its side before the driver
+//! is called.
 
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -18,6 +19,8 @@ use crate::driver::sys;
 use crate::error::{record, Error, Result};
 use crate::queue::{Lane, Use};
 use crate::stream::Stream;
+use crate::texture::format::Texel;
+use crate::Array;
 
 /// A position in elements (x), rows (y) and slices (z), like `cudaPos` but with x counted in
 /// elements of the copy's type rather than bytes.
@@ -235,6 +238,8 @@ pub(crate) fn model_copy(
 pub enum Base<'a> {
     Host(*const u8),
     Device(u64, &'a Alloc),
+    /// A CUDA array, its use tracker, and the extent copies see (texels, rows, slices).
+    Array(sys::CUarray, &'a Alloc, Extent),
 }
 
 /// One side of a pitched copy (sealed).
@@ -356,6 +361,63 @@ impl<T: DeviceRepr> sealed_side::Sealed for DevicePitched<'_, T> {
 }
 impl<T: DeviceRepr> PitchedSide<T> for DevicePitched<'_, T> {}
 impl<T: DeviceRepr> PitchedSideMut<T> for DevicePitched<'_, T> {}
+
+/// Device memory seen densely as rows of `extent.width` elements, for the crate's whole-array
+/// copies. The caller borrows the memory as the copy needs (exclusively for a destination).
+pub(crate) struct DeviceSide<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    alloc: &'a Alloc,
+    pitch: usize,
+    rows: usize,
+    _t: PhantomData<&'a [T]>,
+}
+
+impl<'a, T: DeviceRepr> DeviceSide<'a, T> {
+    pub(crate) fn dense(m: &'a (impl DeviceRead<T> + ?Sized), extent: Extent) -> DeviceSide<'a, T> {
+        DeviceSide {
+            ptr: m.device_ptr(),
+            len: m.len(),
+            alloc: sealed::Sealed::allocation(m),
+            pitch: extent.width.max(1),
+            rows: extent.height.max(1),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: DeviceRepr> sealed_side::Sealed for DeviceSide<'_, T> {
+    fn base(&self) -> Base<'_> {
+        Base::Device(self.ptr, self.alloc)
+    }
+    fn layout(&self) -> Layout {
+        Layout {
+            pitch: self.pitch * size_of::<T>(),
+            rows: self.rows,
+            bytes: self.len * size_of::<T>(),
+        }
+    }
+}
+impl<T: DeviceRepr> PitchedSide<T> for DeviceSide<'_, T> {}
+impl<T: DeviceRepr> PitchedSideMut<T> for DeviceSide<'_, T> {}
+
+// A CUDA array is a side of 2-D and 3-D copies: positions and extents in texels, rows and
+// slices (layers, faces), checked against the array's extent.
+impl<T: Texel> sealed_side::Sealed for Array<T> {
+    fn base(&self) -> Base<'_> {
+        Base::Array(self.inner.raw(), &self.inner.track, self.extent())
+    }
+    fn layout(&self) -> Layout {
+        let e = self.extent();
+        Layout {
+            pitch: e.width * size_of::<T>(),
+            rows: e.height,
+            bytes: e.width * e.height * e.depth * size_of::<T>(),
+        }
+    }
+}
+impl<T: Texel> PitchedSide<T> for Array<T> {}
+impl<T: Texel> PitchedSideMut<T> for Array<T> {}
 
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// The buffer seen as rows of `pitch` elements, `rows` rows per slice, as a side of a
@@ -599,6 +661,41 @@ pub fn copy_3d_async<T: DeviceRepr>(
     record(copy_impl::<T>(&*dst, src, region, Some(stream)))
 }
 
+/// The copy of [`copy_3d`] (for the whole-array helpers of [`Array`]).
+pub(crate) fn copy_3d_impl<T: DeviceRepr>(
+    dst: &(impl PitchedSide<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    p: &Copy3D,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    copy_impl(dst, src, p, stream)
+}
+
+/// Checks a region against an array side: every axis within the array's extent.
+pub(crate) fn array_region(dims: Extent, pos: Pos, e: Extent, side: &'static str) -> Result<()> {
+    if e.is_empty() {
+        return Ok(());
+    }
+    for (start, len, dim) in [
+        (pos.x, e.width, dims.width),
+        (pos.y, e.height, dims.height),
+        (pos.z, e.depth, dims.depth),
+    ] {
+        match start.checked_add(len) {
+            Some(end) if end <= dim => {}
+            end => {
+                return Err(Error::OutOfRange {
+                    what: side,
+                    start,
+                    end: end.unwrap_or(usize::MAX),
+                    len: dim,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 fn copy_impl<T: DeviceRepr>(
     dst: &(impl PitchedSide<T> + ?Sized),
     src: &(impl PitchedSide<T> + ?Sized),
@@ -606,6 +703,22 @@ fn copy_impl<T: DeviceRepr>(
     stream: Option<&Stream>,
 ) -> Result<()> {
     let elem = size_of::<T>();
+    if let Base::Array(_, _, dims) = src.base() {
+        array_region(
+            dims,
+            p.src_pos,
+            p.extent,
+            "the copy's source array (texels, rows, layers)",
+        )?;
+    }
+    if let Base::Array(_, _, dims) = dst.base() {
+        array_region(
+            dims,
+            p.dst_pos,
+            p.extent,
+            "the copy's destination array (texels, rows, layers)",
+        )?;
+    }
     let (sl, dl) = (src.layout(), dst.layout());
     let sr = region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
     let dr = region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;
@@ -616,7 +729,10 @@ fn copy_impl<T: DeviceRepr>(
     // The device whose context runs the copy: the destination's, else the source's, else the
     // current one (host to host).
     let home = match (db, sb) {
-        (Base::Device(_, a), _) | (_, Base::Device(_, a)) => Some(a),
+        (Base::Device(_, a), _)
+        | (Base::Array(_, a, _), _)
+        | (_, Base::Device(_, a))
+        | (_, Base::Array(_, a, _)) => Some(a),
         _ => None,
     };
     let lane = match (stream, home) {
@@ -635,6 +751,7 @@ fn copy_impl<T: DeviceRepr>(
             sys::CUmemorytype::CU_MEMORYTYPE_HOST,
             std::ptr::null::<std::ffi::c_void>(),
             0u64,
+            std::ptr::null_mut::<sys::CUarray_st>(),
         );
         match b {
             Base::Host(ptr) => {
@@ -645,18 +762,22 @@ fn copy_impl<T: DeviceRepr>(
                 m.0 = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
                 m.2 = ptr;
             }
+            Base::Array(raw, _, _) => {
+                m.0 = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+                m.3 = raw;
+            }
         }
         (m, l, pos, r.x)
     };
-    let ((st, shost, sdev), sl, sp, sx) = fill(sb, sl, p.src_pos, &sr, &mut host_side);
-    let ((dt, dhost, ddev), dl, dp, dx) = fill(db, dl, p.dst_pos, &dr, &mut host_side);
+    let ((st, shost, sdev, sarr), sl, sp, sx) = fill(sb, sl, p.src_pos, &sr, &mut host_side);
+    let ((dt, dhost, ddev, darr), dl, dp, dx) = fill(db, dl, p.dst_pos, &dr, &mut host_side);
     // Every device side is noted as used by the copy (through the one enqueue path): the
     // destination written, the source read, possibly from another device (a peer copy).
     let mut uses = Vec::with_capacity(2);
-    if let Base::Device(_, d) = db {
+    if let Base::Device(_, d) | Base::Array(_, d, _) = db {
         uses.push(Use::device(d, true));
     }
-    if let Base::Device(_, s) = sb {
+    if let Base::Device(_, s) | Base::Array(_, s, _) = sb {
         let other = s.host.is_none() && s.device != lane.a.dev.ordinal;
         if other {
             if matches!(db, Base::Host(_)) {
@@ -681,7 +802,7 @@ fn copy_impl<T: DeviceRepr>(
         srcMemoryType: st,
         srcHost: shost,
         srcDevice: sdev,
-        srcArray: std::ptr::null_mut(),
+        srcArray: sarr,
         srcContext: std::ptr::null_mut(),
         srcPitch: sl.pitch,
         srcHeight: sl.rows,
@@ -692,7 +813,7 @@ fn copy_impl<T: DeviceRepr>(
         dstMemoryType: dt,
         dstHost: dhost.cast_mut(),
         dstDevice: ddev,
-        dstArray: std::ptr::null_mut(),
+        dstArray: darr,
         dstContext: std::ptr::null_mut(),
         dstPitch: dl.pitch,
         dstHeight: dl.rows,
@@ -723,7 +844,7 @@ fn copy_impl<T: DeviceRepr>(
         srcMemoryType: desc.srcMemoryType,
         srcHost: desc.srcHost,
         srcDevice: desc.srcDevice,
-        srcArray: std::ptr::null_mut(),
+        srcArray: desc.srcArray,
         reserved0: std::ptr::null_mut(),
         srcPitch: desc.srcPitch,
         srcHeight: desc.srcHeight,
@@ -734,7 +855,7 @@ fn copy_impl<T: DeviceRepr>(
         dstMemoryType: desc.dstMemoryType,
         dstHost: desc.dstHost,
         dstDevice: desc.dstDevice,
-        dstArray: std::ptr::null_mut(),
+        dstArray: desc.dstArray,
         reserved1: std::ptr::null_mut(),
         dstPitch: desc.dstPitch,
         dstHeight: desc.dstHeight,
@@ -745,8 +866,8 @@ fn copy_impl<T: DeviceRepr>(
     let mark = lane.mark();
     lane.submit("cudaMemcpy3DAsync", &uses, |a, raw| {
         // SAFETY: both regions were checked against their sides (host slices borrowed for the
-        // call, device memory live in this context); the host side, if any, is waited for
-        // below before its borrow ends.
+        // call, device memory and arrays live in this context, arrays' regions within their
+        // extents); the host side, if any, is waited for below before its borrow ends.
         a.check(
             unsafe { sys::cuMemcpy3DAsync_v2(&d3, raw) },
             "cuMemcpy3DAsync",

@@ -19,6 +19,7 @@ mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod texture;
 mod user_kernels;
 
 use std::sync::RwLock;
@@ -44,6 +45,7 @@ fn main() {
             .iter()
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
+            .chain(texture::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -85,6 +87,7 @@ fn main() {
         safety::TESTS,
         stream::TESTS,
         user_kernels::TESTS,
+        texture::TESTS,
     ]
     .into_iter()
     .flatten()

@@ -1,0 +1,129 @@
+//! Surface objects: `cudaCreateSurfaceObject`, `cudaDestroySurfaceObject`.
+
+use std::sync::Arc;
+
+use crate::context::{self, Active};
+use crate::driver::sys;
+use crate::error::{record, Error, Result};
+use crate::memory::{Alloc, Array, ArrayFlags, ArrayInner};
+use crate::queue::{self, Use};
+use crate::texture::Texel;
+
+/// A surface object (`cudaSurfaceObject_t`): read and write access for kernels to a CUDA array
+/// made with [`ArrayFlags::SURFACE_LOAD_STORE`] (layered and cubemap arrays included), through
+/// `surf2Dwrite`, `surf2DLayeredwrite`, `surfCubemapwrite` and friends. Surface x coordinates
+/// are in **bytes** in CUDA C++ (`x * sizeof(texel)`); y and z count rows and slices.
+///
+/// It keeps its array alive; kernels take it as a typed argument whose use (a write of the
+/// array) is noted through the crate's one enqueue path, and dropping it never waits: it is
+/// destroyed once the work that used it is done. Within one kernel, texture reads do not see
+/// surface writes to the same array (the texture cache is not coherent with them); across
+/// launches they do.
+///
+/// ```no_run
+/// use cuda_runtime::{Array, ArrayFlags, SurfaceObject};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let arr = Array::<f32>::new_2d(128, 128, ArrayFlags::SURFACE_LOAD_STORE)?;
+/// let surf = SurfaceObject::new(&arr)?;
+/// # drop(surf);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SurfaceObject {
+    raw: u64,
+    track: Alloc,
+    array: Option<Arc<ArrayInner>>,
+}
+
+impl SurfaceObject {
+    /// A surface over `array` (`cudaCreateSurfaceObject`), on the array's device.
+    ///
+    /// # Errors
+    /// [`Error::SurfaceNotLoadStore`] when the array was made without
+    /// [`ArrayFlags::SURFACE_LOAD_STORE`] (the driver accepts it, against its documentation);
+    /// [`Error::ContextDestroyed`] after a reset.
+    #[doc(alias = "cudaCreateSurfaceObject")]
+    pub fn new<T: Texel>(array: &Array<T>) -> Result<SurfaceObject> {
+        record((|| {
+            let inner = &array.inner;
+            if inner.flags & ArrayFlags::SURFACE_LOAD_STORE.bits() == 0 {
+                return Err(Error::SurfaceNotLoadStore { flags: inner.flags });
+            }
+            let a = context::enter_handle(inner.device(), inner.generation(), "array")?;
+            let mut res = super::resource(sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+            res.res.array = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
+                hArray: inner.raw(),
+            };
+            let mut raw: sys::CUsurfObject = 0;
+            // SAFETY: the context is current; the resource names a live array of it, made with
+            // the surface load/store flag.
+            a.check(
+                unsafe { sys::cuSurfObjectCreate(&mut raw, &res) },
+                "cuSurfObjectCreate",
+            )?;
+            Ok(SurfaceObject {
+                raw,
+                track: Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
+                array: Some(inner.clone()),
+            })
+        })())
+    }
+
+    /// The raw handle (`CUsurfObject`, the runtime's `cudaSurfaceObject_t`). Passing it to a
+    /// kernel by value bypasses the crate's tracking: use the typed kernel arguments.
+    pub fn as_raw(&self) -> u64 {
+        self.raw
+    }
+
+    /// For the crate's kernel wrappers: the handle, and the uses to hand to the launch (of the
+    /// object, and a write of its array), which the launch checks and notes.
+    #[doc(hidden)]
+    #[inline]
+    pub fn kernel_arg(&mut self) -> (u64, Use<'_>, Use<'_>) {
+        let array = match &self.array {
+            Some(a) => &a.track,
+            None => &self.track,
+        };
+        (
+            self.raw,
+            Use::device(&self.track, false),
+            Use::device(array, true),
+        )
+    }
+}
+
+impl Drop for SurfaceObject {
+    fn drop(&mut self) {
+        let (device, generation) = (self.track.device, self.track.generation);
+        let waits = self.track.uses.take_points();
+        let raw = self.raw;
+        let keep = self.array.take();
+        let destroy = move |a: Option<&Active>| {
+            // SAFETY: a live surface object of this context; every queued use of it is done.
+            let r = a.map_or(Ok(()), |a| {
+                a.check(
+                    unsafe { sys::cuSurfObjectDestroy(raw) },
+                    "cuSurfObjectDestroy",
+                )
+            });
+            drop(keep);
+            r
+        };
+        if waits.is_empty() {
+            context::release(
+                device,
+                generation,
+                "destroying a surface object",
+                move |a| destroy(Some(a)),
+            );
+        } else {
+            queue::defer_free(
+                device,
+                generation,
+                waits,
+                "destroying a surface object",
+                destroy,
+            );
+        }
+    }
+}
