@@ -480,7 +480,7 @@ fn aligned(
     alignment: usize,
     attribute: &'static str,
 ) -> Result<()> {
-    if alignment > 0 && value % alignment as u64 != 0 {
+    if alignment > 0 && !value.is_multiple_of(alignment as u64) {
         return Err(Error::TextureAlignment {
             what,
             value,
