@@ -60,3 +60,10 @@ impl Entered {
         )
     }
 }
+
+impl Entered {
+    /// The raw handle of the entered primary context.
+    pub fn context(&self) -> sys::CUcontext {
+        self.0.ctx_raw()
+    }
+}

@@ -27,10 +27,11 @@ mod device;
 mod errors;
 mod event;
 mod func;
+mod graph;
 mod memory;
 mod props;
 mod register;
-mod stream;
+pub(crate) mod stream;
 
 /// `cudaError_t`.
 pub type cudaError_t = i32;
