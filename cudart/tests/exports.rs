@@ -5,13 +5,24 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn library() -> PathBuf {
+fn library() -> Option<PathBuf> {
     // target/<profile>/deps/exports-<hash> -> target/<profile>/libcudart.so
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(|d| d.parent()).unwrap();
     let lib = dir.join("libcudart.so");
-    assert!(lib.exists(), "{} not built", lib.display());
-    lib
+    if lib.exists() {
+        return Some(lib);
+    }
+    // The GPU machine runs test binaries copied out of the build tree (its runner sets
+    // CUDA_RUNTIME_REQUIRE_GPU): this check belongs to the build tree, where CI runs it.
+    if std::env::var_os("CUDA_RUNTIME_REQUIRE_GPU").is_some() {
+        eprintln!(
+            "exports check skipped: no build tree here ({} absent)",
+            lib.display()
+        );
+        return None;
+    }
+    panic!("{} not built", lib.display());
 }
 
 fn tool(name: &str, args: &[&str]) -> String {
@@ -25,7 +36,7 @@ fn tool(name: &str, args: &[&str]) -> String {
 
 #[test]
 fn exports_match_libcudart_13_0_96_with_its_version() {
-    let lib = library();
+    let Some(lib) = library() else { return };
     let want: BTreeSet<String> = include_str!("../exports.txt")
         .lines()
         .map(str::trim)
