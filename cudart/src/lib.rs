@@ -28,10 +28,11 @@ mod errors;
 mod event;
 mod func;
 mod graph;
-mod memory;
+pub(crate) mod memory;
 mod props;
 mod register;
 pub(crate) mod stream;
+mod texture;
 
 /// `cudaError_t`.
 pub type cudaError_t = i32;
