@@ -29,6 +29,7 @@ mod event;
 mod func;
 mod graph;
 pub(crate) mod memory;
+mod pools;
 mod props;
 mod register;
 pub(crate) mod stream;
