@@ -65,6 +65,37 @@ int main() {
   STEP(cudaFreeAsync(a, s));
   STEP(cudaStreamSynchronize(s));
   check("stream-ordered round trip", back == h);
+  // Pointer attributes of each kind of memory.
+  unsigned* hp = nullptr;
+  STEP(cudaMallocHost(&hp, 4096));
+  unsigned* mm = nullptr;
+  STEP(cudaMallocManaged(&mm, 4096, cudaMemAttachGlobal));
+  std::vector<unsigned> pageable(16);
+  const void* ptrs[] = {d, hp, mm, pageable.data()};
+  for (const void* q : ptrs) {
+    cudaPointerAttributes pa;
+    STEP(cudaPointerGetAttributes(&pa, q));
+    printf("type %d device %d devptr-is-ptr %d hostptr-is-ptr %d\n", (int)pa.type, pa.device,
+           pa.devicePointer == q, pa.hostPointer == q);
+  }
+  STEP(cudaFreeHost(hp));
+  STEP(cudaFree(mm));
+  // The default pool: release threshold, allocation from it.
+  cudaMemPool_t pool;
+  STEP(cudaDeviceGetDefaultMemPool(&pool, 0));
+  unsigned long long thr = 1 << 20, thr2 = 0;
+  STEP(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &thr));
+  STEP(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &thr2));
+  check("release threshold read back", thr2 == thr);
+  unsigned* fp = nullptr;
+  STEP(cudaMallocFromPoolAsync((void**)&fp, N * 4, pool, s));
+  STEP(cudaMemcpyAsync(fp, h.data(), N * 4, cudaMemcpyHostToDevice, s));
+  STEP(cudaMemcpyAsync(back.data(), fp, N * 4, cudaMemcpyDeviceToHost, s));
+  STEP(cudaFreeAsync(fp, s));
+  STEP(cudaStreamSynchronize(s));
+  check("pool allocation round trip", back == h);
+  STEP(cudaMemPoolTrimTo(pool, 0));
+  STEP(cudaMemPoolSetAttribute(pool, (cudaMemPoolAttr)99, &thr));
   STEP(cudaStreamDestroy(s));
   STEP(cudaFree(d));
   STEP(cudaFree(d2));
