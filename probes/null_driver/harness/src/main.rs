@@ -104,6 +104,29 @@ fn main() {
             })
         })
         .collect();
+    // Short-lived threads that queue work on their per-thread stream and exit at once: their
+    // thread-exit paths (the per-thread queue's drain, the context lock's slot hand-back) run
+    // beside the resets.
+    let exiting = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::spawn(|| {
+                    if let (Ok(s), Ok(mut b)) =
+                        (Stream::per_thread(), DeviceBuffer::<u32>::new(256))
+                    {
+                        let _ = b.fill_async(3, &s);
+                        let _ = Event::new().and_then(|e| e.record(&s));
+                    }
+                })
+                .join()
+                .expect("a short-lived thread panicked");
+                n += 1;
+            }
+            n
+        })
+    };
     let t = Instant::now();
     let mut resets = 0u64;
     while t.elapsed() < Duration::from_secs(secs) {
@@ -118,10 +141,11 @@ fn main() {
         .into_iter()
         .map(|w| w.join().expect("a worker panicked"))
         .sum();
+    let threads = exiting.join().expect("the thread spawner panicked");
     let v = null_driver_count("nulldrv_violations");
     println!(
-        "null-driver harness: {ops} operations on 6 threads, {resets} resets ({} seen by the \
-         driver), {v} violations",
+        "null-driver harness: {ops} operations on 6 threads, {threads} short-lived threads, \
+         {resets} resets ({} seen by the driver), {v} violations",
         null_driver_count("nulldrv_resets")
     );
     if v != 0 {
