@@ -451,3 +451,182 @@ export! {
         })
     }
 }
+
+fn add_with(
+    node: *mut cudaGraphNode_t,
+    deps_ptr: *const cudaGraphNode_t,
+    n: usize,
+    call: &'static str,
+    f: impl FnOnce(*mut cudaGraphNode_t) -> sys::CUresult,
+) -> cudaError_t {
+    code((|| {
+        let node = out(node, call)?;
+        deps(deps_ptr, n, call)?;
+        let a = Entered::current()?;
+        a.check(f(node), call)
+    })())
+}
+
+export! {
+    /// `cudaGraphAddChildGraphNode` (the child is cloned into the graph, as the runtime does).
+    fn cudaGraphAddChildGraphNode(pGraphNode: *mut cudaGraphNode_t, graph: cudaGraph_t, pDependencies: *const cudaGraphNode_t, numDependencies: usize, childGraph: cudaGraph_t) -> cudaError_t {
+        // SAFETY: valid out-parameter; the caller's graphs and nodes.
+        add_with(pGraphNode, pDependencies, numDependencies, "cuGraphAddChildGraphNode", |n| unsafe {
+            sys::cuGraphAddChildGraphNode(n, graph, pDependencies, numDependencies, childGraph)
+        })
+    }
+}
+
+export! {
+    /// `cudaGraphAddEventRecordNode`.
+    fn cudaGraphAddEventRecordNode(pGraphNode: *mut cudaGraphNode_t, graph: cudaGraph_t, pDependencies: *const cudaGraphNode_t, numDependencies: usize, event: sys::CUevent) -> cudaError_t {
+        // SAFETY: as above; the caller's event.
+        add_with(pGraphNode, pDependencies, numDependencies, "cuGraphAddEventRecordNode", |n| unsafe {
+            sys::cuGraphAddEventRecordNode(n, graph, pDependencies, numDependencies, event)
+        })
+    }
+}
+
+export! {
+    /// `cudaGraphAddEventWaitNode`.
+    fn cudaGraphAddEventWaitNode(pGraphNode: *mut cudaGraphNode_t, graph: cudaGraph_t, pDependencies: *const cudaGraphNode_t, numDependencies: usize, event: sys::CUevent) -> cudaError_t {
+        // SAFETY: as above.
+        add_with(pGraphNode, pDependencies, numDependencies, "cuGraphAddEventWaitNode", |n| unsafe {
+            sys::cuGraphAddEventWaitNode(n, graph, pDependencies, numDependencies, event)
+        })
+    }
+}
+
+export! {
+    /// `cudaGraphNodeGetType` (the driver's numbers, which are the runtime's).
+    fn cudaGraphNodeGetType(node: cudaGraphNode_t, pType: *mut i32) -> cudaError_t {
+        if pType.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaGraphNodeGetType")));
+        }
+        // SAFETY: the caller's node and out-parameter (an enum the driver writes; not read here).
+        driver("cuGraphNodeGetType", || unsafe { sys::cuGraphNodeGetType(node, pType.cast()) })
+    }
+}
+
+export! {
+    /// `cudaGraphDestroyNode`.
+    fn cudaGraphDestroyNode(node: cudaGraphNode_t) -> cudaError_t {
+        // SAFETY: the caller's node.
+        driver("cuGraphDestroyNode", || unsafe { sys::cuGraphDestroyNode(node) })
+    }
+}
+
+export! {
+    /// `cudaGraphGetRootNodes`.
+    fn cudaGraphGetRootNodes(graph: cudaGraph_t, pRootNodes: *mut cudaGraphNode_t, pNumRootNodes: *mut usize) -> cudaError_t {
+        if pNumRootNodes.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaGraphGetRootNodes")));
+        }
+        // SAFETY: the caller's graph, count and optional array of `*pNumRootNodes` entries.
+        driver("cuGraphGetRootNodes", || unsafe { sys::cuGraphGetRootNodes(graph, pRootNodes, pNumRootNodes) })
+    }
+}
+
+export! {
+    /// `cudaGraphChildGraphNodeGetGraph`.
+    fn cudaGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, pGraph: *mut cudaGraph_t) -> cudaError_t {
+        code((|| {
+            let g = out(pGraph, "cudaGraphChildGraphNodeGetGraph")?;
+            let a = Entered::current()?;
+            // SAFETY: valid out-parameter; the caller's node.
+            a.check(unsafe { sys::cuGraphChildGraphNodeGetGraph(node, g) }, "cuGraphChildGraphNodeGetGraph")
+        })())
+    }
+}
+
+export! {
+    /// `cudaGraphDebugDotPrint` (writes a DOT file).
+    fn cudaGraphDebugDotPrint(graph: cudaGraph_t, path: *const std::ffi::c_char, flags: u32) -> cudaError_t {
+        if path.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaGraphDebugDotPrint")));
+        }
+        // SAFETY: the caller's graph and NUL-terminated path.
+        driver("cuGraphDebugDotPrint", || unsafe { sys::cuGraphDebugDotPrint(graph, path, flags) })
+    }
+}
+
+export! {
+    /// `cudaGraphNodeSetEnabled` (kernel, memcpy and memset nodes).
+    fn cudaGraphNodeSetEnabled(hGraphExec: cudaGraphExec_t, hNode: cudaGraphNode_t, isEnabled: u32) -> cudaError_t {
+        // SAFETY: the caller's executable and node.
+        driver("cuGraphNodeSetEnabled", || unsafe { sys::cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) })
+    }
+}
+
+export! {
+    /// `cudaGraphNodeGetEnabled`.
+    fn cudaGraphNodeGetEnabled(hGraphExec: cudaGraphExec_t, hNode: cudaGraphNode_t, isEnabled: *mut u32) -> cudaError_t {
+        if isEnabled.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaGraphNodeGetEnabled")));
+        }
+        // SAFETY: the caller's executable, node and out-parameter.
+        driver("cuGraphNodeGetEnabled", || unsafe { sys::cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) })
+    }
+}
+
+export! {
+    /// `cudaGraphExecHostNodeSetParams`.
+    fn cudaGraphExecHostNodeSetParams(hGraphExec: cudaGraphExec_t, node: cudaGraphNode_t, pNodeParams: *const cudaHostNodeParams) -> cudaError_t {
+        code((|| {
+            // SAFETY: a readable struct or null (refused).
+            let p = unsafe { pNodeParams.as_ref() }.ok_or_else(|| fail(ErrorCode::InvalidValue, "cudaGraphExecHostNodeSetParams"))?;
+            if p.fn_.is_none() {
+                return Err(fail(ErrorCode::InvalidValue, "cudaGraphExecHostNodeSetParams"));
+            }
+            let params = sys::CUDA_HOST_NODE_PARAMS { fn_: p.fn_, userData: p.userData };
+            let a = Entered::current()?;
+            // SAFETY: the caller's executable and node; valid parameters.
+            a.check(unsafe { sys::cuGraphExecHostNodeSetParams(hGraphExec, node, &params) }, "cuGraphExecHostNodeSetParams")
+        })())
+    }
+}
+
+export! {
+    /// `cudaGraphExecMemsetNodeSetParams`.
+    fn cudaGraphExecMemsetNodeSetParams(hGraphExec: cudaGraphExec_t, node: cudaGraphNode_t, pNodeParams: *const cudaMemsetParams) -> cudaError_t {
+        code((|| {
+            // SAFETY: a readable struct or null (refused).
+            let p = unsafe { pNodeParams.as_ref() }.ok_or_else(|| fail(ErrorCode::InvalidValue, "cudaGraphExecMemsetNodeSetParams"))?;
+            let params = sys::CUDA_MEMSET_NODE_PARAMS {
+                dst: dptr(p.dst),
+                pitch: p.pitch,
+                value: p.value,
+                elementSize: p.elementSize,
+                width: p.width,
+                height: p.height,
+            };
+            let a = Entered::current()?;
+            // SAFETY: the caller's executable and node; valid parameters; the entered context.
+            a.check(unsafe { sys::cuGraphExecMemsetNodeSetParams(hGraphExec, node, &params, a.context()) }, "cuGraphExecMemsetNodeSetParams")
+        })())
+    }
+}
+
+export! {
+    /// `cudaGraphExecChildGraphNodeSetParams`.
+    fn cudaGraphExecChildGraphNodeSetParams(hGraphExec: cudaGraphExec_t, node: cudaGraphNode_t, childGraph: cudaGraph_t) -> cudaError_t {
+        // SAFETY: the caller's executable, node and graph.
+        driver("cuGraphExecChildGraphNodeSetParams", || unsafe { sys::cuGraphExecChildGraphNodeSetParams(hGraphExec, node, childGraph) })
+    }
+}
+
+export! {
+    /// `cudaGraphExecEventRecordNodeSetEvent`.
+    fn cudaGraphExecEventRecordNodeSetEvent(hGraphExec: cudaGraphExec_t, hNode: cudaGraphNode_t, event: sys::CUevent) -> cudaError_t {
+        // SAFETY: the caller's executable, node and event.
+        driver("cuGraphExecEventRecordNodeSetEvent", || unsafe { sys::cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) })
+    }
+}
+
+export! {
+    /// `cudaGraphExecEventWaitNodeSetEvent`.
+    fn cudaGraphExecEventWaitNodeSetEvent(hGraphExec: cudaGraphExec_t, hNode: cudaGraphNode_t, event: sys::CUevent) -> cudaError_t {
+        // SAFETY: as above.
+        driver("cuGraphExecEventWaitNodeSetEvent", || unsafe { sys::cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) })
+    }
+}

@@ -392,3 +392,112 @@ mod tests {
         assert_eq!(std::mem::size_of::<cudaIpcHandle>(), 64);
     }
 }
+
+/// `struct cudaMemLocation` (by value): type, id.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cudaMemLocation {
+    /// `cudaMemLocationType`: device 1, host 2, host NUMA 3, host NUMA current 4.
+    pub type_: i32,
+    /// Device ordinal or NUMA node.
+    pub id: i32,
+}
+
+fn location(l: cudaMemLocation, call: &'static str) -> Result<sys::CUmemLocation, Error> {
+    use sys::CUmemLocationType as T;
+    let type_ = match l.type_ {
+        1 => T::CU_MEM_LOCATION_TYPE_DEVICE,
+        2 => T::CU_MEM_LOCATION_TYPE_HOST,
+        3 => T::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+        4 => T::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+        _ => return Err(fail(ErrorCode::InvalidValue, call)),
+    };
+    Ok(sys::CUmemLocation { type_, id: l.id })
+}
+
+fn prefetch(
+    p: *const c_void,
+    count: usize,
+    loc: cudaMemLocation,
+    flags: u32,
+    s: cudaStream_t,
+    pt: bool,
+) -> cudaError_t {
+    code((|| {
+        let l = location(loc, "cudaMemPrefetchAsync")?;
+        let a = Entered::current()?;
+        // SAFETY: the caller's managed range and stream (the driver checks them).
+        a.check(
+            unsafe { sys::cuMemPrefetchAsync_v2(dptr(p), count, l, flags, stream_of(s, pt)) },
+            "cuMemPrefetchAsync",
+        )
+    })())
+}
+
+export! {
+    /// `cudaMemPrefetchAsync` (13.0: a location and flags).
+    fn cudaMemPrefetchAsync(devPtr: *const c_void, count: usize, location_: cudaMemLocation, flags: u32, stream: cudaStream_t) -> cudaError_t {
+        prefetch(devPtr, count, location_, flags, stream, false)
+    }
+}
+
+export! {
+    /// `cudaMemPrefetchAsync` with stream 0 as the per-thread stream.
+    fn cudaMemPrefetchAsync_ptsz(devPtr: *const c_void, count: usize, location_: cudaMemLocation, flags: u32, stream: cudaStream_t) -> cudaError_t {
+        prefetch(devPtr, count, location_, flags, stream, true)
+    }
+}
+
+export! {
+    /// `cudaMemAdvise` (13.0: a location).
+    fn cudaMemAdvise(devPtr: *const c_void, count: usize, advice: i32, location_: cudaMemLocation) -> cudaError_t {
+        code((|| {
+            use sys::CUmem_advise as A;
+            let adv = match advice {
+                1 => A::CU_MEM_ADVISE_SET_READ_MOSTLY,
+                2 => A::CU_MEM_ADVISE_UNSET_READ_MOSTLY,
+                3 => A::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                4 => A::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+                5 => A::CU_MEM_ADVISE_SET_ACCESSED_BY,
+                6 => A::CU_MEM_ADVISE_UNSET_ACCESSED_BY,
+                _ => return Err(fail(ErrorCode::InvalidValue, "cudaMemAdvise")),
+            };
+            let l = location(location_, "cudaMemAdvise")?;
+            let a = Entered::current()?;
+            // SAFETY: the caller's managed range.
+            a.check(unsafe { sys::cuMemAdvise_v2(dptr(devPtr), count, adv, l) }, "cuMemAdvise")
+        })())
+    }
+}
+
+export! {
+    /// `cudaDeviceGetPCIBusId`.
+    fn cudaDeviceGetPCIBusId(pciBusId: *mut std::ffi::c_char, len: i32, device: i32) -> cudaError_t {
+        code((|| {
+            if pciBusId.is_null() || len <= 0 {
+                return Err(fail(ErrorCode::InvalidValue, "cudaDeviceGetPCIBusId"));
+            }
+            let a = Entered::device(device)?;
+            // SAFETY: the caller's buffer of `len` bytes; a valid device.
+            a.check(unsafe { sys::cuDeviceGetPCIBusId(pciBusId, len, device) }, "cuDeviceGetPCIBusId")
+        })())
+    }
+}
+
+export! {
+    /// `cudaDeviceGetByPCIBusId`.
+    fn cudaDeviceGetByPCIBusId(device: *mut i32, pciBusId: *const std::ffi::c_char) -> cudaError_t {
+        code((|| {
+            let d = out(device, "cudaDeviceGetByPCIBusId")?;
+            if pciBusId.is_null() {
+                return Err(fail(ErrorCode::InvalidValue, "cudaDeviceGetByPCIBusId"));
+            }
+            let a = Entered::current()?;
+            let mut dev: sys::CUdevice = 0;
+            // SAFETY: valid out-parameter; the caller's NUL-terminated string.
+            a.check(unsafe { sys::cuDeviceGetByPCIBusId(&mut dev, pciBusId) }, "cuDeviceGetByPCIBusId")?;
+            *d = dev;
+            Ok(())
+        })())
+    }
+}
