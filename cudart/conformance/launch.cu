@@ -85,6 +85,37 @@ int main() {
   for (int i = 0; i < N; i++) ok &= yi[i] == 100 + i;
   check("cudaLaunchKernel with a host stub", ok);
   STEP(cudaLaunchKernel((const void*)main, dim3(1), dim3(1), args, 0, s));
+  // Extended and cooperative launches.
+  v = 200;
+  cudaLaunchConfig_t lc = {};
+  lc.gridDim = dim3((N + 127) / 128);
+  lc.blockDim = dim3(128);
+  lc.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributePriority;
+  attr[0].val.priority = 0;
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  STEP(cudaLaunchKernelExC(&lc, (const void*)fill<int>, args));
+  STEP(cudaStreamSynchronize(s));
+  STEP(cudaMemcpy(yi.data(), di, N * 4, cudaMemcpyDeviceToHost));
+  ok = true;
+  for (int i = 0; i < N; i++) ok &= yi[i] == 200 + i;
+  check("cudaLaunchKernelExC", ok);
+  v = 300;
+  STEP(cudaLaunchCooperativeKernel((const void*)fill<int>, dim3(4), dim3(128), args, 0, s));
+  STEP(cudaStreamSynchronize(s));
+  STEP(cudaMemcpy(yi.data(), di, 512 * 4, cudaMemcpyDeviceToHost));
+  ok = true;
+  for (int i = 0; i < 512; i++) ok &= yi[i] == 300 + i;
+  check("cudaLaunchCooperativeKernel", ok);
+  cudaFuncAttributes fa;
+  STEP(cudaFuncGetAttributes(&fa, (const void*)fill<int>));
+  printf("fill<int>: maxThreadsPerBlock %d, ptx %d, binary %d, regs>0 %d\n", fa.maxThreadsPerBlock,
+         fa.ptxVersion, fa.binaryVersion, fa.numRegs > 0);
+  int blocks = 0;
+  STEP(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (const void*)fill<int>, 128, 0));
+  printf("occupancy blocks per SM > 0: %d\n", blocks > 0);
   STEP(cudaEventDestroy(e0));
   STEP(cudaEventDestroy(e1));
   STEP(cudaStreamDestroy(s));

@@ -550,3 +550,157 @@ export! {
         symbol_copy(false, symbol_, dst, count, offset, kind, Some((stream, false)))
     }
 }
+
+/// `cudaLaunchConfig_t` (56 bytes). Its attributes have the driver's layout and numbering and
+/// are passed through to the driver as they are.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaLaunchConfig_t {
+    /// Grid.
+    pub gridDim: dim3,
+    /// Block.
+    pub blockDim: dim3,
+    /// Dynamic shared memory, bytes.
+    pub dynamicSmemBytes: usize,
+    /// Stream.
+    pub stream: cudaStream_t,
+    /// Launch attributes (`cudaLaunchAttribute`, the driver's `CUlaunchAttribute`).
+    pub attrs: *mut c_void,
+    /// Number of attributes.
+    pub numAttrs: u32,
+}
+
+/// The kernel's function in the current context (for the driver's launch calls that take one).
+fn function_of(a: &Entered, func: *const c_void) -> Result<sys::CUfunction, Error> {
+    let k = kernel_of_func(func)?;
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: valid out-parameter; a kernel of a loaded library; context current.
+    a.check(
+        unsafe { sys::cuKernelGetFunction(&mut f, k) },
+        "cuKernelGetFunction",
+    )?;
+    Ok(f)
+}
+
+fn launch_ex(
+    config: *const cudaLaunchConfig_t,
+    func: *const c_void,
+    args: *mut *mut c_void,
+    pt: bool,
+) -> cudaError_t {
+    code((|| {
+        // SAFETY: a readable configuration or null (refused).
+        let c = unsafe { config.as_ref() }
+            .ok_or_else(|| fail(ErrorCode::InvalidValue, "cudaLaunchKernelExC"))?;
+        if c.numAttrs > 0 && c.attrs.is_null() {
+            return Err(fail(ErrorCode::InvalidValue, "cudaLaunchKernelExC"));
+        }
+        let a = Entered::current()?;
+        let shared = u32::try_from(c.dynamicSmemBytes)
+            .map_err(|_| fail(ErrorCode::InvalidConfiguration, "cudaLaunchKernelExC"))?;
+        a.validate_launch(&LaunchConfig {
+            grid: (c.gridDim.x, c.gridDim.y, c.gridDim.z).into(),
+            block: (c.blockDim.x, c.blockDim.y, c.blockDim.z).into(),
+            shared_mem_bytes: shared,
+        })?;
+        let f = function_of(&a, func)?;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: c.gridDim.x,
+            gridDimY: c.gridDim.y,
+            gridDimZ: c.gridDim.z,
+            blockDimX: c.blockDim.x,
+            blockDimY: c.blockDim.y,
+            blockDimZ: c.blockDim.z,
+            sharedMemBytes: shared,
+            hStream: stream_of(c.stream, pt),
+            attrs: c.attrs.cast(),
+            numAttrs: c.numAttrs,
+        };
+        // SAFETY: a valid configuration whose attributes the caller laid out as the driver's;
+        // one pointer per kernel parameter in `args`.
+        a.check(
+            unsafe { sys::cuLaunchKernelEx(&cfg, f, args, std::ptr::null_mut()) },
+            "cuLaunchKernelEx",
+        )
+    })())
+}
+
+export! {
+    /// `cudaLaunchKernelExC`: a launch with attributes (clusters, priority, ...).
+    fn cudaLaunchKernelExC(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) -> cudaError_t {
+        launch_ex(config, func, args, false)
+    }
+}
+
+export! {
+    /// `cudaLaunchKernelExC` with stream 0 as the per-thread stream.
+    fn cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) -> cudaError_t {
+        launch_ex(config, func, args, true)
+    }
+}
+
+fn cooperative(
+    func: *const c_void,
+    grid: dim3,
+    block: dim3,
+    args: *mut *mut c_void,
+    shared: usize,
+    s: cudaStream_t,
+    pt: bool,
+) -> cudaError_t {
+    code((|| {
+        let a = Entered::current()?;
+        let shared = u32::try_from(shared).map_err(|_| {
+            fail(
+                ErrorCode::InvalidConfiguration,
+                "cudaLaunchCooperativeKernel",
+            )
+        })?;
+        a.validate_launch(&LaunchConfig {
+            grid: (grid.x, grid.y, grid.z).into(),
+            block: (block.x, block.y, block.z).into(),
+            shared_mem_bytes: shared,
+        })?;
+        let f = function_of(&a, func)?;
+        // SAFETY: the kernel's function in the current context; one pointer per parameter.
+        a.check(
+            unsafe {
+                sys::cuLaunchCooperativeKernel(
+                    f,
+                    grid.x,
+                    grid.y,
+                    grid.z,
+                    block.x,
+                    block.y,
+                    block.z,
+                    shared,
+                    stream_of(s, pt),
+                    args,
+                )
+            },
+            "cuLaunchCooperativeKernel",
+        )
+    })())
+}
+
+export! {
+    /// `cudaLaunchCooperativeKernel`.
+    fn cudaLaunchCooperativeKernel(func: *const c_void, gridDim: dim3, blockDim: dim3, args: *mut *mut c_void, sharedMem: usize, stream: cudaStream_t) -> cudaError_t {
+        cooperative(func, gridDim, blockDim, args, sharedMem, stream, false)
+    }
+}
+
+export! {
+    /// `cudaLaunchCooperativeKernel` with stream 0 as the per-thread stream.
+    fn cudaLaunchCooperativeKernel_ptsz(func: *const c_void, gridDim: dim3, blockDim: dim3, args: *mut *mut c_void, sharedMem: usize, stream: cudaStream_t) -> cudaError_t {
+        cooperative(func, gridDim, blockDim, args, sharedMem, stream, true)
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    #[test]
+    fn launch_config_is_the_headers() {
+        assert_eq!(std::mem::size_of::<super::cudaLaunchConfig_t>(), 56);
+    }
+}
