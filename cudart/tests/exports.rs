@@ -22,7 +22,28 @@ fn library() -> Option<PathBuf> {
         );
         return None;
     }
-    panic!("{} not built", lib.display());
+    // `cargo test` builds a cdylib's integration tests without the library itself: build it,
+    // into the same target directory and profile.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target_dir = dir.parent().unwrap();
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--lib",
+        "-p",
+        "cuda-runtime-cudart",
+        "--manifest-path",
+    ])
+    .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+    .arg("--target-dir")
+    .arg(target_dir);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("running cargo to build libcudart.so");
+    assert!(status.success(), "building libcudart.so failed");
+    assert!(lib.exists(), "{} not built", lib.display());
+    Some(lib)
 }
 
 fn tool(name: &str, args: &[&str]) -> String {
