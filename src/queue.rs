@@ -125,6 +125,27 @@ pub(crate) struct Queue {
     state: Mutex<QState>,
 }
 
+impl Drop for Queue {
+    /// A created stream is destroyed with its queue, not with the last `Stream` handle: memory
+    /// whose uses are still noted on the queue may need a fence recorded in the stream later
+    /// (a drop, a CPU view), so the stream lives as long as any use refers to it. Work queued
+    /// in it still completes after the destroy.
+    fn drop(&mut self) {
+        if self.kind != QueueKind::Owned || self.raw.0.is_null() {
+            return;
+        }
+        let (raw, device, generation) = (self.raw, self.device, self.generation);
+        context::release(device, generation, "destroying a stream", move |a| {
+            // SAFETY: a stream this queue owned, in its (live) context; nothing refers to the
+            // queue any more, so no work can be queued in it or fenced on it.
+            a.check(
+                unsafe { sys::cuStreamDestroy_v2(raw.get()) },
+                "cuStreamDestroy",
+            )
+        });
+    }
+}
+
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
@@ -636,6 +657,8 @@ struct Grave {
     waits: Vec<(Arc<Queue>, u64)>,
     free: FreeFn,
     during: &'static str,
+    /// A failed wait was recorded as the device's deferred error (once, not at every poll).
+    reported: bool,
 }
 
 struct Yard {
@@ -715,6 +738,7 @@ fn bury_later(
         waits,
         free,
         during,
+        reported: false,
     });
     y.wake.notify_one();
 }
@@ -751,8 +775,11 @@ fn ready(g: &mut Grave) -> bool {
                     // The context is lost: no work runs any more.
                     continue;
                 }
-                if let Ok(d) = context::device_state(g.device) {
-                    d.defer(g.during, e);
+                if !g.reported {
+                    g.reported = true;
+                    if let Ok(d) = context::device_state(g.device) {
+                        d.defer(g.during, e);
+                    }
                 }
                 keep.push((q, seq));
             }

@@ -100,8 +100,10 @@ pub(crate) struct StreamInner {
 /// A CUDA stream (`cudaStream_t`): an ordered queue of work on one device.
 ///
 /// Cloning is cheap and gives another handle to the same stream; the stream is destroyed
-/// (`cudaStreamDestroy`) when the last handle, and the last buffer allocated on it, is dropped.
-/// Work already queued still completes. The default streams are never destroyed.
+/// (`cudaStreamDestroy`) once the last handle is dropped and no memory refers to work queued
+/// in it any more (a buffer allocated on it, or one whose use in it has not been waited for):
+/// a later drop or CPU view may need to mark a point in the stream. Work already queued still
+/// completes. The default streams are never destroyed.
 #[derive(Clone)]
 pub struct Stream {
     pub(crate) inner: Arc<StreamInner>,
@@ -500,20 +502,4 @@ pub(crate) fn default_queue(a: &Active) -> Arc<Queue> {
 /// The raw handle of the per-thread default stream (`CU_STREAM_PER_THREAD`).
 pub(crate) fn per_thread_raw() -> sys::CUstream {
     0x2usize as sys::CUstream
-}
-
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        if self.kind != Kind::Owned {
-            return;
-        }
-        let (raw, device, generation) = (self.raw, self.device, self.generation);
-        context::release(device, generation, "destroying a stream", move |a| {
-            // SAFETY: the stream is live in this context and no handle references it any more.
-            a.check(
-                unsafe { sys::cuStreamDestroy_v2(raw.get()) },
-                "cuStreamDestroy",
-            )
-        });
-    }
 }

@@ -34,9 +34,31 @@ static void in_ctx(const char *call) {
 static uint64_t make(void) {
   return (__atomic_load_n(&live_gen, __ATOMIC_SEQ_CST) << 40) | (__atomic_fetch_add(&counter, 1, __ATOMIC_SEQ_CST) << 4);
 }
+// Destroyed stream handles (handles are never reused, so a set of them is exact).
+#define DEAD_SLOTS (1 << 20)
+static uint64_t dead[DEAD_SLOTS];
+static void mark_dead(uint64_t h) {
+  pthread_mutex_lock(&mu);
+  for (uint64_t i = (h >> 4) % DEAD_SLOTS;; i = (i + 1) % DEAD_SLOTS)
+    if (!dead[i]) { dead[i] = h; break; }
+  pthread_mutex_unlock(&mu);
+}
+static int is_dead(uint64_t h) {
+  int r = 0;
+  pthread_mutex_lock(&mu);
+  for (uint64_t i = (h >> 4) % DEAD_SLOTS; dead[i]; i = (i + 1) % DEAD_SLOTS)
+    if (dead[i] == h) { r = 1; break; }
+  pthread_mutex_unlock(&mu);
+  return r;
+}
 static void handle_ok(uint64_t h, const char *call) {
   if (h == 0 || h == 1 || h == 2) return;  // null, legacy, per-thread
   if ((h >> 40) != __atomic_load_n(&live_gen, __ATOMIC_SEQ_CST)) bad(call);
+}
+// A stream handle: of the live context, and not destroyed.
+static void stream_ok(uint64_t h, const char *call) {
+  handle_ok(h, call);
+  if (h > 2 && is_dead(h)) bad(call);
 }
 
 CUresult cuInit(unsigned f) { OK; }
@@ -85,24 +107,24 @@ CUresult cuCtxSetLimit(int l, size_t v) { OK; }
 CUresult cuCtxGetStreamPriorityRange(int *lo, int *hi) { *lo = 0; *hi = -5; OK; }
 CUresult cuStreamCreate(void **s, unsigned f) { in_ctx("cuStreamCreate"); *s = (void *)make(); OK; }
 CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { in_ctx("cuStreamCreateWithPriority"); *s = (void *)make(); OK; }
-CUresult cuStreamDestroy_v2(void *s) { in_ctx("cuStreamDestroy"); handle_ok((uint64_t)s, "cuStreamDestroy (stale stream)"); OK; }
-CUresult cuStreamSynchronize(void *s) { in_ctx("cuStreamSynchronize"); handle_ok((uint64_t)s, "cuStreamSynchronize (stale stream)"); OK; }
-CUresult cuStreamQuery(void *s) { in_ctx("cuStreamQuery"); handle_ok((uint64_t)s, "cuStreamQuery (stale)"); OK; }
-CUresult cuStreamIsCapturing(void *s, int *st) { handle_ok((uint64_t)s, "cuStreamIsCapturing (stale)"); *st = 0; OK; }
-CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { in_ctx("cuStreamWaitEvent"); handle_ok((uint64_t)s, "cuStreamWaitEvent (stale stream)"); handle_ok((uint64_t)e, "cuStreamWaitEvent (stale event)"); OK; }
+CUresult cuStreamDestroy_v2(void *s) { in_ctx("cuStreamDestroy"); stream_ok((uint64_t)s, "cuStreamDestroy (stale or destroyed stream)"); mark_dead((uint64_t)s); OK; }
+CUresult cuStreamSynchronize(void *s) { in_ctx("cuStreamSynchronize"); stream_ok((uint64_t)s, "cuStreamSynchronize (stale stream)"); OK; }
+CUresult cuStreamQuery(void *s) { in_ctx("cuStreamQuery"); stream_ok((uint64_t)s, "cuStreamQuery (stale)"); OK; }
+CUresult cuStreamIsCapturing(void *s, int *st) { stream_ok((uint64_t)s, "cuStreamIsCapturing (stale)"); *st = 0; OK; }
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { in_ctx("cuStreamWaitEvent"); stream_ok((uint64_t)s, "cuStreamWaitEvent (stale stream)"); handle_ok((uint64_t)e, "cuStreamWaitEvent (stale event)"); OK; }
 CUresult cuStreamGetFlags(void *s, unsigned *f) { *f = 0; OK; }
 CUresult cuEventCreate(void **e, unsigned f) { in_ctx("cuEventCreate"); *e = (void *)make(); OK; }
-CUresult cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); handle_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
+CUresult cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); stream_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
 CUresult cuEventQuery(void *e) { if (__atomic_load_n(&resetting, __ATOMIC_SEQ_CST)) bad("cuEventQuery during reset"); handle_ok((uint64_t)e, "cuEventQuery (stale)"); OK; }
 CUresult cuEventSynchronize(void *e) { in_ctx("cuEventSynchronize"); handle_ok((uint64_t)e, "cuEventSynchronize (stale)"); OK; }
 CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint64_t)e, "cuEventDestroy (stale)"); OK; }
-CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsync"); handle_ok((uint64_t)s, "cuMemAllocAsync (stale stream)"); *p = make(); OK; }
-CUresult cuMemFreeAsync(uint64_t p, void *s) { in_ctx("cuMemFreeAsync"); handle_ok(p, "cuMemFreeAsync (stale pointer)"); handle_ok((uint64_t)s, "cuMemFreeAsync (stale stream)"); OK; }
+CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsync"); stream_ok((uint64_t)s, "cuMemAllocAsync (stale stream)"); *p = make(); OK; }
+CUresult cuMemFreeAsync(uint64_t p, void *s) { in_ctx("cuMemFreeAsync"); handle_ok(p, "cuMemFreeAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemFreeAsync (stale stream)"); OK; }
 CUresult cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); *p = make(); OK; }
 CUresult cuMemFree_v2(uint64_t p) { in_ctx("cuMemFree"); handle_ok(p, "cuMemFree (stale pointer)"); OK; }
 CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { in_ctx("cuMemGetInfo"); *f = 70ull << 30; *t = 80ull << 30; OK; }
-CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); handle_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }
-CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("cuMemsetD32Async"); handle_ok(p, "cuMemsetD32Async (stale pointer)"); handle_ok((uint64_t)s, "cuMemsetD32Async (stale stream)"); OK; }
+CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }
+CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("cuMemsetD32Async"); handle_ok(p, "cuMemsetD32Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD32Async (stale stream)"); OK; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *h, size_t n, void *s) { in_ctx("cuMemcpyHtoDAsync"); handle_ok(d, "cuMemcpyHtoDAsync (stale pointer)"); OK; }
 CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("cuMemcpyDtoHAsync"); handle_ok(d, "cuMemcpyDtoHAsync (stale pointer)"); OK; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
