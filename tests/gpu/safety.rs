@@ -24,6 +24,7 @@ crate::tests![
     safety_per_thread_default_mode_views_wait_for_another_threads_work,
     safety_copy3d_host_side_is_ordered_after_the_async_allocation,
     safety_per_thread_views_and_copy3d_in_one_process,
+    safety_buffer_outlives_the_stream_it_was_used_on,
     safety_staged_sync_copy_completes_beside_a_stalled_stream,
     safety_tls_destructor_crate_calls_do_not_abort,
     ;
@@ -520,6 +521,48 @@ fn reset_host_fn_child() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Review finding: a buffer used on a stream whose last handle is dropped first. Its drop must
+// still wait for that use (the stream lives on with its queue), must not fail, and must not
+// mark a point on a stream made afterwards.
+
+fn safety_buffer_outlives_the_stream_it_was_used_on() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    let _ = dev.take_deferred_errors();
+    for round in 0..3 {
+        let n = 1 << 20;
+        let xdata = random_f32(&mut r, n);
+        let x = DeviceBuffer::from_slice(&xdata).unwrap();
+        let mut out = DeviceBuffer::<f32>::new(1).unwrap();
+        out.fill(f32::NAN).unwrap();
+        let s = non_blocking();
+        // Reads X after spinning 200 ms.
+        kernels::spin::spin_read_sum(&s, &one_thread(), &x, &mut out, 200_000_000).unwrap();
+        drop(s);
+        // New streams (a recycled handle would be one of them) and X's drop.
+        let others: Vec<Stream> = (0..4).map(|_| non_blocking()).collect();
+        drop(x);
+        // Whatever reuses X's memory now is junk the kernel must not read.
+        let mut junk = DeviceBuffer::<f32>::new(n).unwrap();
+        junk.fill_async(1.0e6, &others[0]).unwrap();
+        others[0].synchronize().unwrap();
+        cuda_runtime::device::synchronize().unwrap();
+        let got = out.to_vec().unwrap()[0];
+        let want: f32 = xdata.iter().sum();
+        assert_close(
+            &format!("round {round}: the kernel's sum of X (X freed under it?)"),
+            &[got],
+            &[want],
+            1e-3,
+        );
+        let errors = dev.take_deferred_errors();
+        assert!(
+            errors.is_empty(),
+            "round {round}: deferred errors {errors:?}"
+        );
+    }
+}
+
 // 6a. Dropping a buffer in use on S1 while S2 is stalled by a host function.
 
 fn safety_drop_in_use_does_not_wait_for_a_stalled_stream() {
