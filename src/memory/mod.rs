@@ -63,7 +63,7 @@ mod pointer;
 mod pool;
 mod staging;
 
-pub(crate) use device::Alloc;
+pub(crate) use device::{Alloc, AllocKeep};
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,
