@@ -103,6 +103,7 @@ pub use error::{
     Result,
 };
 pub mod event;
+pub mod graph;
 pub mod kernels;
 pub mod memory;
 mod queue;
@@ -110,6 +111,7 @@ pub mod stream;
 pub mod texture;
 
 pub use event::{Event, EventFlags};
+pub use graph::{Graph, GraphExec, GraphNode};
 pub use memory::{
     copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
     PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
@@ -168,6 +170,14 @@ macro_rules! include_kernels {
         include!(concat!(env!("OUT_DIR"), "/", $file));
     };
 }
+
+// Graphs are `Send` but not `Sync` (the driver does not synchronise them).
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Graph>();
+    send::<GraphExec>();
+    send::<GraphNode>();
+};
 
 // Thread-safety of the public types, asserted at compile time.
 const _: () = {

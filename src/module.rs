@@ -866,7 +866,7 @@ pub struct KernelArg<'a> {
     /// A borrowed value, or null for `inline`.
     borrowed: *const c_void,
     size: usize,
-    used: Option<Use<'a>>,
+    pub(crate) used: Option<Use<'a>>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -947,7 +947,7 @@ impl<'a> KernelArg<'a> {
 
     /// Where the driver reads the value from; valid while `self` is not moved.
     #[inline]
-    fn value_ptr(&self) -> *mut c_void {
+    pub(crate) fn value_ptr(&self) -> *mut c_void {
         if self.borrowed.is_null() {
             (&self.inline as *const u64).cast_mut().cast()
         } else {
@@ -1302,7 +1302,12 @@ impl Function {
         })())
     }
 
-    fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
+    /// The device and context generation the function was loaded in.
+    pub(crate) fn id(&self) -> (i32, u64) {
+        (self.device, self.generation)
+    }
+
+    pub(crate) fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
         if args.len() != self.params.len() {
             return Err(Error::KernelArguments {
                 kernel: self.name.to_string(),

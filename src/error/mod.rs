@@ -352,6 +352,30 @@ pub enum Error {
         /// The panic's message, where it was a string.
         message: String,
     },
+    /// A graph node used with a graph, or an executable graph, that it does not belong to.
+    #[error("{call}: the node (handle {node:#x}) belongs to another graph")]
+    ForeignGraphNode {
+        /// The call.
+        call: &'static str,
+        /// The node's raw handle (`CUgraphNode`), as an address.
+        node: usize,
+    },
+    /// `cudaGraphExecUpdate` refused to update an executable graph
+    /// (`cudaErrorGraphExecUpdateFailure`); the executable is unchanged.
+    #[error(
+        "cudaGraphExecUpdate refused the update: {reason} (cudaGraphExecUpdateResult {result}; \
+         node {node:#x}, from node {from_node:#x}; 0 = none)"
+    )]
+    GraphExecUpdate {
+        /// The `cudaGraphExecUpdateResult` number.
+        result: u32,
+        /// What the number means.
+        reason: &'static str,
+        /// The raw handle of the node that caused the refusal (0: none reported).
+        node: usize,
+        /// For a changed dependency: the raw handle of the node it came from (0: none).
+        from_node: usize,
+    },
 }
 
 fn fmt_version(v: i32) -> String {
@@ -406,7 +430,9 @@ impl Error {
             | Error::KernelArguments { .. }
             | Error::KernelPrecondition { .. }
             | Error::SymbolSize { .. }
-            | Error::InvalidModuleImage { .. } => ErrorCode::InvalidValue,
+            | Error::InvalidModuleImage { .. }
+            | Error::ForeignGraphNode { .. } => ErrorCode::InvalidValue,
+            Error::GraphExecUpdate { .. } => ErrorCode::GraphExecUpdateFailure,
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle
             }

@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::host::{host_side, HostSide, PageLocked};
 use super::staging;
@@ -80,6 +80,18 @@ pub struct Alloc {
     pub(crate) host: Option<Box<HostSide>>,
     /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
     pub(crate) views: AtomicUsize,
+    /// Made the first time a graph node refers to the memory (see [`AllocKeep`]); empty for
+    /// memory never used in a graph, whose paths it does not touch.
+    keep: OnceLock<Arc<AllocKeep>>,
+}
+
+/// A shared holder of an allocation that graphs refer to. Graph nodes hold clones (through
+/// their CUDA user objects, see `crate::graph`); when the buffer is dropped while a clone is
+/// still held, the allocation moves in here and is freed, by its normal drop, when the last
+/// clone goes: after the last graph, executable and launch that use it.
+#[derive(Debug)]
+pub(crate) struct AllocKeep {
+    moved: parking_lot::Mutex<Option<Alloc>>,
 }
 
 impl Alloc {
@@ -95,6 +107,27 @@ impl Alloc {
             ipc: false,
             host: None,
             views: AtomicUsize::new(0),
+            keep: OnceLock::new(),
+        }
+    }
+
+    /// A token that keeps the allocation alive for a graph (see [`AllocKeep`]).
+    pub(crate) fn keep_token(&self) -> Arc<AllocKeep> {
+        self.keep
+            .get_or_init(|| {
+                Arc::new(AllocKeep {
+                    moved: parking_lot::Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+
+    /// Waits until a stream-ordered allocation exists (its allocation point in its stream is
+    /// done), for work whose order against that stream the crate cannot arrange (graph nodes).
+    pub(crate) fn wait_allocated(&self) -> Result<()> {
+        match &self.home {
+            Some((s, seq)) => s.home_queue().wait(*seq),
+            None => Ok(()),
         }
     }
 
@@ -227,6 +260,13 @@ impl Alloc {
 impl Drop for Alloc {
     fn drop(&mut self) {
         let (ptr, device, generation) = (self.ptr, self.device, self.generation);
+        if let Some(keep) = self.keep.take() {
+            // A graph may still refer to the memory: it moves into the shared holder, freed
+            // (by this drop, without the holder) when the holder's last clone goes.
+            let moved = std::mem::replace(self, Alloc::with(0, 0, device, generation));
+            *keep.moved.lock() = Some(moved);
+            return;
+        }
         if let Some(h) = self.host.take() {
             let views = *self.views.get_mut();
             h.finish(

@@ -67,7 +67,7 @@ mod staging;
 pub use array::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub(crate) use array::{ArrayInner, MipmappedInner, TexLimits};
 pub(crate) use device::sealed;
-pub(crate) use device::Alloc;
+pub(crate) use device::{Alloc, AllocKeep};
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,

@@ -12,6 +12,7 @@
 mod common;
 mod device;
 mod driver_errors;
+mod graphs;
 mod host_memory;
 mod launch;
 mod memory;
@@ -79,6 +80,7 @@ fn main() {
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
+        graphs::TESTS,
         host_memory::TESTS,
         launch::TESTS,
         memory::TESTS,

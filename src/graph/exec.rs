@@ -1,0 +1,450 @@
+//! Executable graphs: instantiate, upload, launch, whole-graph and per-node updates.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::keep::{self, Accumulator, Token};
+use super::nodes::{kernel_bundle, kernel_params};
+use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared};
+use crate::context::{self, Active};
+use crate::driver::{self, sys, Raw};
+use crate::error::{record, Error, Result};
+use crate::launch::LaunchConfig;
+use crate::module::{Function, KernelArg};
+use crate::stream::Stream;
+
+/// How [`Graph::instantiate_with`] instantiates (`cudaGraphInstantiateWithParams` flags).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InstantiateOptions<'s> {
+    /// Free graph allocations left unfreed before each relaunch
+    /// (`cudaGraphInstantiateFlagAutoFreeOnLaunch`; graphs of this crate have no allocation
+    /// nodes yet, so it changes nothing for them).
+    pub auto_free_on_launch: bool,
+    /// Launch nodes with their per-node priorities (`cudaGraphInstantiateFlagUseNodePriority`).
+    pub use_node_priority: bool,
+    /// Upload the executable in this stream as part of instantiation
+    /// (`cudaGraphInstantiateFlagUpload` with `uploadStream`).
+    pub upload: Option<&'s Stream>,
+}
+
+/// `CUDA_GRAPH_INSTANTIATE_PARAMS` with its C-enum field as an integer, so that a value the
+/// bindings do not know never becomes an invalid Rust enum.
+#[repr(C)]
+struct InstantiateParams {
+    flags: u64,
+    upload_stream: sys::CUstream,
+    err_node: sys::CUgraphNode,
+    result: u32,
+}
+
+/// `CUgraphExecUpdateResultInfo`, read the same way.
+#[repr(C)]
+struct UpdateResultInfo {
+    result: u32,
+    error_node: sys::CUgraphNode,
+    error_from_node: sys::CUgraphNode,
+}
+
+const _: () = {
+    assert!(size_of::<InstantiateParams>() == size_of::<sys::CUDA_GRAPH_INSTANTIATE_PARAMS>());
+    assert!(size_of::<UpdateResultInfo>() == size_of::<sys::CUgraphExecUpdateResultInfo>());
+};
+
+/// What a `cudaGraphExecUpdateResult` number means.
+pub(crate) fn update_reason(result: u32) -> &'static str {
+    match result {
+        0 => "success",
+        1 => "an invalid value or an unspecified reason",
+        2 => "the topology changed",
+        3 => "a node's type changed",
+        4 => "a kernel node's function changed in a way not allowed",
+        5 => "parameters changed in a way not supported",
+        6 => "something about the node is not supported",
+        7 => "a kernel node's function changed in an unsupported way",
+        8 => "node attributes changed in a way not supported",
+        _ => "a reason this crate does not know",
+    }
+}
+
+/// An executable graph (`cudaGraphExec_t`), instantiated from a [`Graph`] and launched on
+/// streams.
+///
+/// It keeps what its nodes refer to alive (through the references the driver copied from the
+/// graph's user objects, see the [module docs](super)), and its source graph, whose nodes name
+/// its nodes in per-node updates. Dropping it while a launch runs is safe: the driver destroys
+/// it once the launch is done, and what the launch uses is released after that.
+///
+/// `Send` but not `Sync`: the driver does not synchronise an executable's calls.
+pub struct GraphExec {
+    raw: Raw<sys::CUgraphExec_st>,
+    device: i32,
+    generation: u64,
+    source: Arc<GraphShared>,
+    /// Tokens of per-node updates, kept by a user object the executable holds.
+    acc: Accumulator,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl std::fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphExec")
+            .field("raw", &self.raw.0)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        let raw = self.raw;
+        context::release(
+            self.device,
+            self.generation,
+            "destroying an executable graph",
+            move |a| {
+                // SAFETY: the executable is live and this is its only handle. Launches in
+                // flight complete first (the driver defers the destruction), and they keep
+                // their user objects' references until then.
+                keep::relaxed(|| {
+                    a.check(
+                        unsafe { sys::cuGraphExecDestroy(raw.get()) },
+                        "cuGraphExecDestroy",
+                    )
+                })
+            },
+        );
+    }
+}
+
+impl Graph {
+    /// Instantiates the graph (`cudaGraphInstantiate`, no flags).
+    ///
+    /// # Errors
+    /// The driver's error for a graph that cannot be instantiated.
+    #[doc(alias = "cudaGraphInstantiate")]
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        self.instantiate_with(&InstantiateOptions::default())
+    }
+
+    /// Instantiates the graph with options (`cudaGraphInstantiateWithParams`).
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when the upload stream is another device's; the driver's error
+    /// for a graph that cannot be instantiated.
+    #[doc(alias = "cudaGraphInstantiateWithParams")]
+    #[doc(alias = "cudaGraphInstantiateWithFlags")]
+    pub fn instantiate_with(&self, options: &InstantiateOptions<'_>) -> Result<GraphExec> {
+        const CALL: &str = "cudaGraphInstantiateWithParams";
+        record((|| {
+            let (device, generation) = (self.shared.device, self.shared.generation);
+            let mut flags = 0u64;
+            if options.auto_free_on_launch {
+                flags |= 1;
+            }
+            if options.use_node_priority {
+                flags |= 8;
+            }
+            let lane = match options.upload {
+                Some(s) => {
+                    if s.inner.device != device {
+                        return Err(Error::DeviceMismatch {
+                            call: CALL,
+                            what: "the upload stream",
+                            found: s.inner.device,
+                            expected: device,
+                        });
+                    }
+                    flags |= 2;
+                    Some(s.lane()?)
+                }
+                None => None,
+            };
+            let a = context::enter_handle(device, generation, "graph")?;
+            let g = self.shared.raw.0;
+            let _l = self.shared.objects.lock();
+            let acc: Accumulator = Arc::default();
+            let token: Token = Box::new(acc.clone());
+            // Retained on the graph for the instantiation to copy, then taken back.
+            let obj = keep::attach(&a, g, vec![token])?;
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            let mut params = InstantiateParams {
+                flags,
+                upload_stream: std::ptr::null_mut(),
+                err_node: std::ptr::null_mut(),
+                result: 0,
+            };
+            let mut instantiate = |a: &Active, stream: sys::CUstream| {
+                params.upload_stream = stream;
+                let p = (&mut params as *mut InstantiateParams).cast();
+                // SAFETY: live graph; valid out-parameters of the driver's layout (asserted
+                // above); the upload stream, if any, is live in this context.
+                a.check(
+                    unsafe { sys::cuGraphInstantiateWithParams(&mut exec, g, p) },
+                    "cuGraphInstantiateWithParams",
+                )
+            };
+            let r = match &lane {
+                // The upload is work queued on the stream: through the enqueue path.
+                Some(l) => {
+                    a.expect_generation(l.a.generation(), "stream")?;
+                    l.submit(CALL, &[], instantiate)
+                }
+                None => instantiate(&a, std::ptr::null_mut()),
+            };
+            let _ = keep::unshare(&a, g, obj);
+            r?;
+            Ok(GraphExec {
+                raw: Raw(exec),
+                device,
+                generation,
+                source: self.shared.clone(),
+                acc,
+                _not_sync: PhantomData,
+            })
+        })())
+    }
+}
+
+impl GraphExec {
+    /// The raw handle (`CUgraphExec`).
+    pub fn as_raw(&self) -> sys::CUgraphExec {
+        self.raw.0
+    }
+
+    /// The device the executable runs on.
+    pub fn device(&self) -> crate::Device {
+        crate::Device::from_ordinal_unchecked(self.device)
+    }
+
+    fn check_stream(&self, a: &Active, call: &'static str) -> Result<()> {
+        let (device, generation) = a.id();
+        if device != self.device {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the stream",
+                found: device,
+                expected: self.device,
+            });
+        }
+        if generation != self.generation {
+            return Err(Error::ContextDestroyed {
+                what: "executable graph",
+                device,
+            });
+        }
+        Ok(())
+    }
+
+    /// Launches the graph on `stream` (`cudaGraphLaunch`): ordered after earlier work in the
+    /// stream, and later work waits for the whole graph. Launches of one executable run one at
+    /// a time, in launch order, even on different streams. Does not block the host.
+    ///
+    /// Everything the graph refers to stays alive until the launch is done, whatever is dropped
+    /// meanwhile (the executable and its graph included).
+    ///
+    /// # Errors
+    /// [`Error::WrongDevice`] when the stream is not the current device's, as libcudart;
+    /// [`Error::DeviceMismatch`] when it is not the executable's.
+    #[doc(alias = "cudaGraphLaunch")]
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        const CALL: &str = "cudaGraphLaunch";
+        record((|| {
+            let lane = stream.lane_for_submit(CALL)?;
+            self.check_stream(&lane.a, CALL)?;
+            let e = self.raw;
+            lane.submit(CALL, &[], |a, raw| {
+                // SAFETY: live executable and stream of the current context; what the graph
+                // uses is kept by its user objects until the launch is done.
+                a.check(unsafe { sys::cuGraphLaunch(e.get(), raw) }, "cuGraphLaunch")
+            })
+        })())
+    }
+
+    /// Uploads the executable to the device in `stream` (`cudaGraphUpload`), so that a later
+    /// launch starts sooner. Does not block the host.
+    #[doc(alias = "cudaGraphUpload")]
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        const CALL: &str = "cudaGraphUpload";
+        record((|| {
+            let lane = stream.lane()?;
+            self.check_stream(&lane.a, CALL)?;
+            let e = self.raw;
+            lane.submit(CALL, &[], |a, raw| {
+                // SAFETY: live executable and stream of the current context.
+                a.check(unsafe { sys::cuGraphUpload(e.get(), raw) }, "cuGraphUpload")
+            })
+        })())
+    }
+
+    /// Updates the executable's nodes to the parameters of `graph`'s (`cudaGraphExecUpdate`),
+    /// for its future launches; launches in flight keep the old parameters, and what those
+    /// refer to stays alive until they are done.
+    ///
+    /// `graph` must have the executable's topology (node count, kinds, dependencies in the same
+    /// order); what may change is the driver's rule (kernel functions and arguments, memset
+    /// and copy operands of the same device...).
+    ///
+    /// # Errors
+    /// [`Error::GraphExecUpdate`] with the driver's reason and the offending node when the
+    /// update is refused (the executable is then unchanged); [`Error::DeviceMismatch`] for
+    /// another device's graph.
+    #[doc(alias = "cudaGraphExecUpdate")]
+    pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        const CALL: &str = "cudaGraphExecUpdate";
+        record((|| {
+            if graph.shared.device != self.device {
+                return Err(Error::DeviceMismatch {
+                    call: CALL,
+                    what: "the graph",
+                    found: graph.shared.device,
+                    expected: self.device,
+                });
+            }
+            if graph.shared.generation != self.generation {
+                return Err(Error::ContextDestroyed {
+                    what: "graph or executable graph",
+                    device: self.device,
+                });
+            }
+            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+            let g = graph.shared.raw.0;
+            let _l = graph.shared.objects.lock();
+            // A fresh accumulator, copied to the executable with the graph's references.
+            let acc: Accumulator = Arc::default();
+            let token: Token = Box::new(acc.clone());
+            let obj = keep::attach(&a, g, vec![token])?;
+            let mut info = UpdateResultInfo {
+                result: 0,
+                error_node: std::ptr::null_mut(),
+                error_from_node: std::ptr::null_mut(),
+            };
+            // SAFETY: live executable and graph of this context; the out-parameter has the
+            // driver's layout (asserted above).
+            let r = driver::rc(unsafe {
+                sys::cuGraphExecUpdate_v2(
+                    self.raw.0,
+                    g,
+                    (&mut info as *mut UpdateResultInfo).cast(),
+                )
+            });
+            let _ = keep::unshare(&a, g, obj);
+            match r {
+                0 => {
+                    self.acc = acc;
+                    Ok(())
+                }
+                910 => Err(Error::GraphExecUpdate {
+                    result: info.result,
+                    reason: update_reason(info.result),
+                    node: info.error_node as usize,
+                    from_node: info.error_from_node as usize,
+                }),
+                code => Err(a.dev.note(Error::from_driver(code, "cuGraphExecUpdate"))),
+            }
+        })())
+    }
+
+    fn own_node(&self, node: GraphNode, call: &'static str) -> Result<sys::CUgraphNode> {
+        if node.graph == self.source.id {
+            Ok(node.as_raw())
+        } else {
+            Err(Error::ForeignGraphNode {
+                call,
+                node: node.raw,
+            })
+        }
+    }
+
+    /// Sets the function, configuration and arguments of a kernel node for future launches
+    /// (`cudaGraphExecKernelNodeSetParams`); `node` is a node of the graph the executable was
+    /// instantiated from. Checked as [`Graph::add_kernel_node`]; what the new arguments refer
+    /// to is kept alive by the executable (until a whole update replaces it, or the executable
+    /// and its launches are gone), what the old ones referred to by the graph.
+    ///
+    /// # Errors
+    /// As [`Graph::add_kernel_node`]; the driver's error when `node` is not a kernel node or
+    /// the change is not allowed.
+    ///
+    /// # Safety
+    /// As [`Graph::add_kernel_node`].
+    #[doc(alias = "cudaGraphExecKernelNodeSetParams")]
+    pub unsafe fn set_kernel_node_params(
+        &mut self,
+        node: GraphNode,
+        function: &Function,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecKernelNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let bundle = kernel_bundle(self.device, self.generation, function, config, args, CALL)?;
+            let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
+            let params = kernel_params(function, config, &mut ptrs);
+            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+            let _l = self.source.objects.lock();
+            // Kept before the node can use it.
+            self.acc.lock().extend(bundle);
+            // SAFETY: live executable and node of its source graph (kept by `source`);
+            // arguments checked as for a node add, the memory kept by the accumulator; the
+            // caller vouches for the rest.
+            a.check(
+                unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw.0, raw, &params) },
+                "cuGraphExecKernelNodeSetParams",
+            )
+        })())
+    }
+
+    /// Enables or disables a kernel, copy or memset node for future launches
+    /// (`cudaGraphNodeSetEnabled`); a disabled node does nothing, as an empty node.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for other kinds of node (the driver supports only these);
+    /// [`Error::ForeignGraphNode`].
+    #[doc(alias = "cudaGraphNodeSetEnabled")]
+    pub fn set_node_enabled(&mut self, node: GraphNode, enabled: bool) -> Result<()> {
+        const CALL: &str = "cudaGraphNodeSetEnabled";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+            let _l = self.source.objects.lock();
+            let kind = raw_node_type(&a, raw)?;
+            if !matches!(
+                kind,
+                GraphNodeType::Kernel | GraphNodeType::Memcpy | GraphNodeType::Memset
+            ) {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: format!("a {kind:?} node"),
+                    reason: "only kernel, copy and memset nodes can be disabled",
+                });
+            }
+            // SAFETY: live executable and node of its source graph.
+            a.check(
+                unsafe { sys::cuGraphNodeSetEnabled(self.raw.0, raw, enabled as u32) },
+                "cuGraphNodeSetEnabled",
+            )
+        })())
+    }
+
+    /// Whether a node is enabled in this executable (`cudaGraphNodeGetEnabled`).
+    #[doc(alias = "cudaGraphNodeGetEnabled")]
+    pub fn node_enabled(&self, node: GraphNode) -> Result<bool> {
+        const CALL: &str = "cudaGraphNodeGetEnabled";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+            let _l = self.source.objects.lock();
+            let mut on = 0u32;
+            // SAFETY: live executable and node of its source graph; valid out-parameter.
+            a.check(
+                unsafe { sys::cuGraphNodeGetEnabled(self.raw.0, raw, &mut on) },
+                "cuGraphNodeGetEnabled",
+            )?;
+            Ok(on != 0)
+        })())
+    }
+}

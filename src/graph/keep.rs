@@ -1,0 +1,133 @@
+//! What graph nodes refer to, kept alive through CUDA user objects.
+//!
+//! Each node that refers to something (device memory, a function and its module, an event, a
+//! host closure) gets one *bundle* of tokens, owned by a CUDA user object whose only reference
+//! is moved to the graph (`cuUserObjectCreate` + `cuGraphRetainUserObject`). The driver copies
+//! the reference to every clone and executable of the graph, swaps it on a whole-graph update,
+//! and holds it for every launch in flight: the user object's destructor runs only once no
+//! graph, executable or launch refers to the bundle any more.
+//!
+//! The destructor runs on a driver thread where no CUDA call is allowed, so it frees nothing:
+//! it hands the bundle to the crate's queue of deferred releases, which the next call of the
+//! crate that enters a device drains, on that user thread, through the bundle's ordinary drops
+//! (a buffer's drop frees its memory in stream order, an event's drop destroys it, ...).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::context::{self, Active};
+use crate::driver::{sys, Raw};
+use crate::error::Result;
+
+/// Something a node refers to, kept alive while the bundle lives.
+pub(crate) type Token = Box<dyn Send>;
+
+/// The tokens of one node (or of one executable's per-node updates).
+pub(crate) type Bundle = Vec<Token>;
+
+/// Tokens that per-node updates of an executable add, kept by a user object that the
+/// executable holds (see [`super::GraphExec`]).
+pub(crate) type Accumulator = Arc<Mutex<Bundle>>;
+
+/// The user object's destructor: hands the bundle to a user thread.
+unsafe extern "C" fn release_bundle(p: *mut c_void) {
+    // SAFETY: `p` came from `Box::into_raw` in `attach`, and the driver runs the destructor
+    // exactly once, when the last reference is released.
+    let bundle = unsafe { Box::from_raw(p.cast::<Bundle>()) };
+    // No allocation failure unwinds (Rust aborts on it) and the queue's lock is never held
+    // across a CUDA call, so this neither panics nor blocks for long.
+    context::defer_release(move || drop(bundle));
+}
+
+/// Moves `bundle` into a new user object whose one reference the graph `graph` takes over.
+/// The returned handle stays valid as long as the graph (which owns the reference) lives.
+pub(crate) fn attach(
+    a: &Active,
+    graph: sys::CUgraph,
+    bundle: Bundle,
+) -> Result<Raw<sys::CUuserObject_st>> {
+    let p = Box::into_raw(Box::new(bundle));
+    let mut obj: sys::CUuserObject = std::ptr::null_mut();
+    // SAFETY: valid out-parameter; `p` is a live box that the destructor takes back once; one
+    // initial reference; the only flag defined (the driver need not wait for the destructor).
+    let r = a.check(
+        unsafe {
+            sys::cuUserObjectCreate(
+                &mut obj,
+                p.cast(),
+                Some(release_bundle),
+                1,
+                sys::CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32,
+            )
+        },
+        "cuUserObjectCreate",
+    );
+    if let Err(e) = r {
+        // SAFETY: the driver refused the object, so it holds no reference to `p`.
+        drop(unsafe { Box::from_raw(p) });
+        return Err(e);
+    }
+    // SAFETY: live graph (held by the caller) and user object; the caller's one reference is
+    // moved to the graph.
+    let r = a.check(
+        unsafe {
+            sys::cuGraphRetainUserObject(
+                graph,
+                obj,
+                1,
+                sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE as u32,
+            )
+        },
+        "cuGraphRetainUserObject",
+    );
+    if let Err(e) = r {
+        // SAFETY: the reference is still ours; releasing it runs the destructor (later, on a
+        // driver thread), which hands the bundle back to a user thread.
+        let _ = unsafe { sys::cuUserObjectRelease(obj, 1) };
+        return Err(e);
+    }
+    Ok(Raw(obj))
+}
+
+/// Gives the graph `graph` one more reference to `obj`, which is alive (another live graph
+/// holds it).
+pub(crate) fn share(a: &Active, graph: sys::CUgraph, obj: Raw<sys::CUuserObject_st>) -> Result<()> {
+    // SAFETY: live graph and user object (the caller holds a graph that owns a reference).
+    a.check(
+        unsafe { sys::cuGraphRetainUserObject(graph, obj.get(), 1, 0) },
+        "cuGraphRetainUserObject",
+    )
+}
+
+/// Takes one reference to `obj` back from `graph`.
+pub(crate) fn unshare(
+    a: &Active,
+    graph: sys::CUgraph,
+    obj: Raw<sys::CUuserObject_st>,
+) -> Result<()> {
+    // SAFETY: live graph that owns a reference to `obj`.
+    a.check(
+        unsafe { sys::cuGraphReleaseUserObject(graph, obj.get(), 1) },
+        "cuGraphReleaseUserObject",
+    )
+}
+
+/// Runs `f` with the calling thread's capture mode relaxed (`cuThreadExchangeStreamCaptureMode`),
+/// so that destroying a graph or an executable (which nothing being captured refers to: the
+/// tokens guarantee it) does not invalidate a capture in global mode on another stream.
+pub(crate) fn relaxed<R>(f: impl FnOnce() -> R) -> R {
+    // Read and written as an integer: the driver's value never becomes a Rust enum.
+    let mut mode: u32 = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED as u32;
+    let p = (&mut mode as *mut u32).cast::<sys::CUstreamCaptureMode>();
+    // SAFETY: a valid in/out parameter of the enum's size (a C enum, 4 bytes); the call only
+    // swaps the thread's mode.
+    let swapped = unsafe { sys::cuThreadExchangeStreamCaptureMode(p) };
+    let r = f();
+    if crate::driver::rc(swapped) == 0 {
+        // SAFETY: as above; `mode` holds the thread's earlier mode, which the driver wrote.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(p) };
+    }
+    r
+}

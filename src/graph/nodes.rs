@@ -1,0 +1,654 @@
+//! The typed node adders, clone, child graphs, queries and the DOT dump of [`Graph`].
+
+use std::ffi::{c_void, CString};
+use std::mem::size_of;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::keep::{self, Bundle, Token};
+use super::{
+    admit_memory, host_node_trampoline, node_list, DotFlags, Graph, GraphNode, GraphNodeType,
+    HostNode, MemsetValue,
+};
+use crate::context;
+use crate::driver::sys;
+use crate::error::{record, Error, Result};
+use crate::event::Event;
+use crate::launch::{self, LaunchConfig};
+use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
+use crate::module::{Function, KernelArg};
+
+/// Checks a kernel node's function, configuration and arguments as a stream launch does, and
+/// gathers its tokens: the function (and so its module) and the memory its arguments name.
+pub(crate) fn kernel_bundle(
+    device: i32,
+    generation: u64,
+    function: &Function,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+    call: &'static str,
+) -> Result<Bundle> {
+    function.check_args(args)?;
+    let (fd, fg) = function.id();
+    if fd != device {
+        return Err(Error::DeviceMismatch {
+            call,
+            what: "the function",
+            found: fd,
+            expected: device,
+        });
+    }
+    if fg != generation {
+        return Err(Error::ContextDestroyed {
+            what: "function",
+            device,
+        });
+    }
+    launch::validate(config, &context::device_state(device)?.launch_limits()?)?;
+    let mut bundle: Bundle = vec![Box::new(function.clone())];
+    for arg in args {
+        if let Some(u) = arg.used {
+            let t: Token = Box::new(admit_memory(u.alloc, device, generation, call)?);
+            bundle.push(t);
+        }
+    }
+    Ok(bundle)
+}
+
+/// The driver's kernel node parameters; `ptrs` must outlive their use.
+pub(crate) fn kernel_params(
+    function: &Function,
+    config: &LaunchConfig,
+    ptrs: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func: function.as_raw(),
+        gridDimX: config.grid.x,
+        gridDimY: config.grid.y,
+        gridDimZ: config.grid.z,
+        blockDimX: config.block.x,
+        blockDimY: config.block.y,
+        blockDimZ: config.block.z,
+        sharedMemBytes: config.shared_mem_bytes,
+        kernelParams: if ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr()
+        },
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    }
+}
+
+impl Graph {
+    /// Adds a node that does nothing (`cudaGraphAddEmptyNode`): a point to join dependencies.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGraphNode`] when a dependency belongs to another graph.
+    #[doc(alias = "cudaGraphAddEmptyNode")]
+    pub fn add_empty_node(&mut self, deps: &[GraphNode]) -> Result<GraphNode> {
+        record(self.add_node(
+            "cudaGraphAddEmptyNode",
+            deps,
+            Vec::new(),
+            |_, out, g, d, n| {
+                // SAFETY: valid out-parameter; live graph; `n` nodes of it at `d`.
+                unsafe { sys::cuGraphAddEmptyNode(out, g, d, n) }
+            },
+        ))
+    }
+
+    /// Adds a kernel launch of a user function (`cudaGraphAddKernelNode`), run at every
+    /// launch of the graph's executables.
+    ///
+    /// Checked as [`Function::launch`] checks a stream launch: argument count and sizes against
+    /// the kernel's parameters, the configuration against the device's limits, the function and
+    /// the memory against the graph's device. The argument values are copied now; the memory
+    /// arguments name (and the function's module) are kept alive by the graph (see the
+    /// [module docs](super)), so dropping them afterwards is safe.
+    ///
+    /// # Errors
+    /// [`Error::KernelArguments`], [`Error::InvalidConfiguration`], [`Error::DeviceMismatch`],
+    /// [`Error::InvalidValue`] for host-visible memory (refused in graphs),
+    /// [`Error::ForeignGraphNode`].
+    ///
+    /// # Safety
+    /// As [`Function::launch`]: each argument has the type the kernel's parameter has, the
+    /// kernel stays within the memory passed (addresses passed as plain integers are the
+    /// caller's to keep alive for every launch), and memory passed for reading is not written.
+    #[doc(alias = "cudaGraphAddKernelNode")]
+    pub unsafe fn add_kernel_node(
+        &mut self,
+        deps: &[GraphNode],
+        function: &Function,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddKernelNode";
+        record((|| {
+            let (device, generation) = (self.shared.device, self.shared.generation);
+            let bundle = kernel_bundle(device, generation, function, config, args, CALL)?;
+            let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
+            let params = kernel_params(function, config, &mut ptrs);
+            self.add_node(CALL, deps, bundle, |_, out, g, d, n| {
+                // SAFETY: the parameter count and sizes match the kernel (checked), the values
+                // live in `args` for the call (the driver copies them); the memory they name
+                // is kept by the bundle; the caller vouches for the rest (see `# Safety`).
+                unsafe { sys::cuGraphAddKernelNode_v2(out, g, d, n, &params) }
+            })
+        })())
+    }
+
+    /// Adds a memset of device memory (`cudaGraphAddMemsetNode`): every element of `value`'s
+    /// size in `dst` set to it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when `dst` is empty, or its size or address is not a multiple
+    /// of the element size, or it is host-visible memory; [`Error::DeviceMismatch`].
+    #[doc(alias = "cudaGraphAddMemsetNode")]
+    pub fn add_memset_node<T: DeviceRepr>(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &mut (impl DeviceWrite<T> + ?Sized),
+        value: MemsetValue,
+    ) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddMemsetNode";
+        record((|| {
+            let (elem, pattern) = value.parts();
+            let bytes = dst.len() * size_of::<T>();
+            let ptr = dst.device_ptr();
+            if bytes == 0 || !bytes.is_multiple_of(elem) || ptr % elem as u64 != 0 {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: format!("{bytes} bytes at {ptr:#x}, element size {elem}"),
+                    reason: "the memory must be non-empty, and its size and address multiples \
+                             of the element size",
+                });
+            }
+            let token: Token = Box::new(admit_memory(
+                dst.allocation(),
+                self.shared.device,
+                self.shared.generation,
+                CALL,
+            )?);
+            let params = sys::CUDA_MEMSET_NODE_PARAMS {
+                dst: ptr,
+                pitch: bytes,
+                value: pattern,
+                elementSize: elem as u32,
+                width: bytes / elem,
+                height: 1,
+            };
+            self.add_node(CALL, deps, vec![token], |a, out, g, d, n| {
+                // SAFETY: `width` elements from `ptr` lie in live device memory of the graph's
+                // context (checked), kept by the bundle.
+                unsafe { sys::cuGraphAddMemsetNode(out, g, d, n, &params, a.ctx_raw()) }
+            })
+        })())
+    }
+
+    /// Adds a device-to-device copy (`cudaGraphAddMemcpyNode1D`, `cudaMemcpyDeviceToDevice`).
+    ///
+    /// Both sides must be device memory of the graph's device (copies from or to host memory
+    /// are not offered in graphs yet).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`]; [`Error::InvalidValue`] for empty or host-visible memory;
+    /// [`Error::DeviceMismatch`].
+    #[doc(alias = "cudaGraphAddMemcpyNode1D")]
+    #[doc(alias = "cudaGraphAddMemcpyNode")]
+    pub fn add_memcpy_node<T: DeviceRepr>(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &mut (impl DeviceWrite<T> + ?Sized),
+        src: &(impl DeviceRead<T> + ?Sized),
+    ) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddMemcpyNode1D";
+        record((|| {
+            if dst.len() != src.len() {
+                return Err(Error::LengthMismatch {
+                    what: CALL,
+                    expected: dst.len(),
+                    actual: src.len(),
+                });
+            }
+            let bytes = dst.len() * size_of::<T>();
+            if bytes == 0 {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "0 bytes".into(),
+                    reason: "a copy node must copy something (add an empty node instead)",
+                });
+            }
+            let (dev, generation) = (self.shared.device, self.shared.generation);
+            let dt: Token = Box::new(admit_memory(dst.allocation(), dev, generation, CALL)?);
+            let st: Token = Box::new(admit_memory(src.allocation(), dev, generation, CALL)?);
+            let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            let params = sys::CUDA_MEMCPY3D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: device,
+                srcHost: std::ptr::null(),
+                srcDevice: src.device_ptr(),
+                srcArray: std::ptr::null_mut(),
+                reserved0: std::ptr::null_mut(),
+                srcPitch: 0,
+                srcHeight: 0,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: device,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst.device_ptr(),
+                dstArray: std::ptr::null_mut(),
+                reserved1: std::ptr::null_mut(),
+                dstPitch: 0,
+                dstHeight: 0,
+                WidthInBytes: bytes,
+                Height: 1,
+                Depth: 1,
+            };
+            self.add_node(CALL, deps, vec![dt, st], |a, out, g, d, n| {
+                // SAFETY: both ranges are `bytes` bytes of live device memory of the graph's
+                // context (lengths and devices checked), kept by the bundle; `dst` is borrowed
+                // exclusively, so they do not overlap.
+                unsafe { sys::cuGraphAddMemcpyNode(out, g, d, n, &params, a.ctx_raw()) }
+            })
+        })())
+    }
+
+    /// Adds a host node (`cudaGraphAddHostNode`): `f` runs on a driver thread at every launch
+    /// of every executable of the graph, once the node's dependencies are done.
+    ///
+    /// `f` is owned by the graph (and kept for its clones, executables and launches in flight),
+    /// and may run concurrently for launches of different executables, hence `Fn + Sync`. It
+    /// must not call into CUDA: crate calls made there fail with [`Error::InHostFunction`]. A
+    /// panic in `f` is caught and kept as the device's deferred error
+    /// ([`Device::take_deferred_errors`](crate::Device::take_deferred_errors)). As the
+    /// runtime's, host nodes are not called after the context hit a sticky error.
+    #[doc(alias = "cudaGraphAddHostNode")]
+    pub fn add_host_node<F: Fn() + Send + Sync + 'static>(
+        &mut self,
+        deps: &[GraphNode],
+        f: F,
+    ) -> Result<GraphNode> {
+        let node = Box::new(HostNode {
+            f: Box::new(f),
+            device: self.shared.device,
+        });
+        // The box's address does not change when it moves into the bundle.
+        let data: *const HostNode = &*node;
+        let params = sys::CUDA_HOST_NODE_PARAMS {
+            fn_: Some(host_node_trampoline),
+            userData: data.cast_mut().cast(),
+        };
+        let token: Token = node;
+        record(self.add_node(
+            "cudaGraphAddHostNode",
+            deps,
+            vec![token],
+            |_, out, g, d, n| {
+                // SAFETY: the trampoline takes `userData` as the `HostNode` that the bundle
+                // keeps for as long as anything can call it.
+                unsafe { sys::cuGraphAddHostNode(out, g, d, n, &params) }
+            },
+        ))
+    }
+
+    /// Adds an embedded copy of `child` (`cudaGraphAddChildGraphNode`). The copy keeps what
+    /// `child`'s nodes refer to; `child` itself stays the caller's.
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when `child` is another device's graph.
+    #[doc(alias = "cudaGraphAddChildGraphNode")]
+    pub fn add_child_graph_node(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddChildGraphNode";
+        record((|| {
+            if child.shared.device != self.shared.device {
+                return Err(Error::DeviceMismatch {
+                    call: CALL,
+                    what: "the child graph",
+                    found: child.shared.device,
+                    expected: self.shared.device,
+                });
+            }
+            if child.shared.generation != self.shared.generation {
+                return Err(Error::ContextDestroyed {
+                    what: "graph",
+                    device: self.shared.device,
+                });
+            }
+            let child_objects = child.shared.objects.lock().clone();
+            let c = child.shared.raw.0;
+            let node = self.add_node(CALL, deps, Vec::new(), |_, out, g, d, n| {
+                // SAFETY: live graphs; `child` is cloned into the node.
+                unsafe { sys::cuGraphAddChildGraphNode(out, g, d, n, c) }
+            })?;
+            // The clone inside the node carries the child's references already; this graph
+            // holds its own as well, so keeping them never depends on that.
+            self.share_objects(&child_objects)?;
+            Ok(node)
+        })())
+    }
+
+    /// Gives this graph its own reference to each of `objects` (held by another live graph).
+    fn share_objects(
+        &mut self,
+        objects: &[crate::driver::Raw<sys::CUuserObject_st>],
+    ) -> Result<()> {
+        if objects.is_empty() {
+            return Ok(());
+        }
+        let a = self.enter()?;
+        let mut mine = self.shared.objects.lock();
+        for &o in objects {
+            keep::share(&a, self.shared.raw.0, o)?;
+            mine.push(o);
+        }
+        Ok(())
+    }
+
+    /// Adds a record of `event` (`cudaGraphAddEventRecordNode`). The graph keeps the event
+    /// alive (hence the `Arc`).
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when the event belongs to another device.
+    #[doc(alias = "cudaGraphAddEventRecordNode")]
+    pub fn add_event_record_node(
+        &mut self,
+        deps: &[GraphNode],
+        event: &Arc<Event>,
+    ) -> Result<GraphNode> {
+        record(self.add_event_node(deps, event, true))
+    }
+
+    /// Adds a wait for `event` (`cudaGraphAddEventWaitNode`): later nodes wait for the work the
+    /// event last recorded when the node runs. The graph keeps the event alive.
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`] when the event belongs to another device.
+    #[doc(alias = "cudaGraphAddEventWaitNode")]
+    pub fn add_event_wait_node(
+        &mut self,
+        deps: &[GraphNode],
+        event: &Arc<Event>,
+    ) -> Result<GraphNode> {
+        record(self.add_event_node(deps, event, false))
+    }
+
+    fn add_event_node(
+        &mut self,
+        deps: &[GraphNode],
+        event: &Arc<Event>,
+        is_record: bool,
+    ) -> Result<GraphNode> {
+        let call = if is_record {
+            "cudaGraphAddEventRecordNode"
+        } else {
+            "cudaGraphAddEventWaitNode"
+        };
+        if event.device().ordinal() != self.shared.device {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the event",
+                found: event.device().ordinal(),
+                expected: self.shared.device,
+            });
+        }
+        // Fails when the event's context was reset since.
+        let (_pin, ev) = event.pinned_raw()?;
+        if !context::is_live(self.shared.device, self.shared.generation) {
+            return Err(Error::ContextDestroyed {
+                what: "graph",
+                device: self.shared.device,
+            });
+        }
+        let token: Token = Box::new(event.clone());
+        self.add_node(call, deps, vec![token], |_, out, g, d, n| {
+            // SAFETY: live graph and event (kept by the bundle from now on).
+            unsafe {
+                if is_record {
+                    sys::cuGraphAddEventRecordNode(out, g, d, n, ev)
+                } else {
+                    sys::cuGraphAddEventWaitNode(out, g, d, n, ev)
+                }
+            }
+        })
+    }
+
+    /// Adds dependencies: each `to[i]` runs after `from[i]` (`cudaGraphAddDependencies`).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lists differ in length; [`Error::ForeignGraphNode`].
+    #[doc(alias = "cudaGraphAddDependencies")]
+    pub fn add_dependencies(&mut self, from: &[GraphNode], to: &[GraphNode]) -> Result<()> {
+        const CALL: &str = "cudaGraphAddDependencies";
+        record((|| {
+            if from.len() != to.len() {
+                return Err(Error::LengthMismatch {
+                    what: CALL,
+                    expected: from.len(),
+                    actual: to.len(),
+                });
+            }
+            let (f, t) = (self.raw_nodes(CALL, from)?, self.raw_nodes(CALL, to)?);
+            if f.is_empty() {
+                return Ok(());
+            }
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            // SAFETY: live graph; `f.len()` nodes of it on each side; no edge data.
+            a.check(
+                unsafe {
+                    sys::cuGraphAddDependencies_v2(
+                        self.shared.raw.0,
+                        f.as_ptr(),
+                        t.as_ptr(),
+                        std::ptr::null(),
+                        f.len(),
+                    )
+                },
+                "cuGraphAddDependencies",
+            )
+        })())
+    }
+
+    /// A copy of the graph (`cudaGraphClone`), with its own references to everything the
+    /// nodes refer to. Node handles of the copy differ from the original's.
+    #[doc(alias = "cudaGraphClone")]
+    pub fn try_clone(&self) -> Result<Graph> {
+        record((|| {
+            let a = self.enter()?;
+            let objects = self.shared.objects.lock();
+            let mut raw: sys::CUgraph = std::ptr::null_mut();
+            // SAFETY: live graph; valid out-parameter.
+            a.check(
+                unsafe { sys::cuGraphClone(&mut raw, self.shared.raw.0) },
+                "cuGraphClone",
+            )?;
+            let mut clone = Graph::from_parts(&a, raw);
+            let list = objects.clone();
+            drop(objects);
+            drop(a);
+            // The driver copies the references to the clone; it holds its own as well.
+            clone.share_objects(&list)?;
+            Ok(clone)
+        })())
+    }
+
+    /// Every node of the graph (`cudaGraphGetNodes`).
+    #[doc(alias = "cudaGraphGetNodes")]
+    pub fn nodes(&self) -> Result<Vec<GraphNode>> {
+        record((|| {
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            let g = self.shared.raw.0;
+            // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
+            node_list(&a, "cuGraphGetNodes", self.shared.id, |p, n| unsafe {
+                sys::cuGraphGetNodes(g, p, n)
+            })
+        })())
+    }
+
+    /// The nodes without dependencies (`cudaGraphGetRootNodes`).
+    #[doc(alias = "cudaGraphGetRootNodes")]
+    pub fn root_nodes(&self) -> Result<Vec<GraphNode>> {
+        record((|| {
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            let g = self.shared.raw.0;
+            // SAFETY: as in `nodes`.
+            node_list(&a, "cuGraphGetRootNodes", self.shared.id, |p, n| unsafe {
+                sys::cuGraphGetRootNodes(g, p, n)
+            })
+        })())
+    }
+
+    /// Every edge, as `(from, to)` pairs (`cudaGraphGetEdges`).
+    #[doc(alias = "cudaGraphGetEdges")]
+    pub fn edges(&self) -> Result<Vec<(GraphNode, GraphNode)>> {
+        record((|| {
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            let g = self.shared.raw.0;
+            let mut n = 0usize;
+            let (null, no_data) = (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: live graph; null buffers ask for the count.
+            a.check(
+                unsafe { sys::cuGraphGetEdges_v2(g, null, null, no_data, &mut n) },
+                "cuGraphGetEdges",
+            )?;
+            let mut from = vec![std::ptr::null_mut(); n];
+            let mut to = vec![std::ptr::null_mut(); n];
+            if n > 0 {
+                // SAFETY: both buffers hold `n` nodes; no edge data is asked for.
+                a.check(
+                    unsafe {
+                        sys::cuGraphGetEdges_v2(
+                            g,
+                            from.as_mut_ptr(),
+                            to.as_mut_ptr(),
+                            no_data,
+                            &mut n,
+                        )
+                    },
+                    "cuGraphGetEdges",
+                )?;
+            }
+            let id = self.shared.id;
+            let node = |raw: sys::CUgraphNode| GraphNode {
+                raw: raw as usize,
+                graph: id,
+            };
+            Ok(from
+                .into_iter()
+                .zip(to)
+                .take(n)
+                .map(|(f, t)| (node(f), node(t)))
+                .collect())
+        })())
+    }
+
+    /// The nodes `node` depends on (`cudaGraphNodeGetDependencies`).
+    #[doc(alias = "cudaGraphNodeGetDependencies")]
+    pub fn dependencies(&self, node: GraphNode) -> Result<Vec<GraphNode>> {
+        record((|| {
+            let raw = self.raw_nodes("cudaGraphNodeGetDependencies", &[node])?[0];
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            // SAFETY: a live node of this graph; the buffer holds `n` nodes; no edge data.
+            node_list(
+                &a,
+                "cuGraphNodeGetDependencies",
+                self.shared.id,
+                |p, n| unsafe {
+                    sys::cuGraphNodeGetDependencies_v2(raw, p, std::ptr::null_mut(), n)
+                },
+            )
+        })())
+    }
+
+    /// The nodes that depend on `node` (`cudaGraphNodeGetDependentNodes`).
+    #[doc(alias = "cudaGraphNodeGetDependentNodes")]
+    pub fn dependents(&self, node: GraphNode) -> Result<Vec<GraphNode>> {
+        record((|| {
+            let raw = self.raw_nodes("cudaGraphNodeGetDependentNodes", &[node])?[0];
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            // SAFETY: as in `dependencies`.
+            node_list(
+                &a,
+                "cuGraphNodeGetDependentNodes",
+                self.shared.id,
+                |p, n| unsafe {
+                    sys::cuGraphNodeGetDependentNodes_v2(raw, p, std::ptr::null_mut(), n)
+                },
+            )
+        })())
+    }
+
+    /// The kind of `node` (`cudaGraphNodeGetType`).
+    #[doc(alias = "cudaGraphNodeGetType")]
+    pub fn node_type(&self, node: GraphNode) -> Result<GraphNodeType> {
+        record((|| {
+            let raw = self.raw_nodes("cudaGraphNodeGetType", &[node])?[0];
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            super::raw_node_type(&a, raw)
+        })())
+    }
+
+    /// Writes a Graphviz DOT description of the graph to `path` (`cudaGraphDebugDotPrint`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a path that is not UTF-8 or holds a NUL byte; the driver's
+    /// error when the file cannot be written.
+    #[doc(alias = "cudaGraphDebugDotPrint")]
+    pub fn debug_dot_print(&self, path: impl AsRef<Path>, flags: DotFlags) -> Result<()> {
+        record((|| {
+            let p = path.as_ref();
+            let c = p
+                .to_str()
+                .and_then(|s| CString::new(s).ok())
+                .ok_or_else(|| Error::InvalidValue {
+                    what: "cudaGraphDebugDotPrint path",
+                    value: p.display().to_string(),
+                    reason: "must be UTF-8 without NUL bytes",
+                })?;
+            let a = self.enter()?;
+            let _l = self.shared.objects.lock();
+            // SAFETY: live graph; NUL-terminated path; known flag bits only.
+            a.check(
+                unsafe { sys::cuGraphDebugDotPrint(self.shared.raw.0, c.as_ptr(), flags.bits()) },
+                "cuGraphDebugDotPrint",
+            )
+        })())
+    }
+
+    /// The DOT description of [`debug_dot_print`](Self::debug_dot_print) as a string (written
+    /// to a temporary file, read back and removed).
+    pub fn to_dot(&self, flags: DotFlags) -> Result<String> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "cuda-runtime-graph-{}-{}.dot",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        self.debug_dot_print(&path, flags)?;
+        let text = std::fs::read_to_string(&path);
+        let _ = std::fs::remove_file(&path);
+        record(text.map_err(|e| Error::InvalidValue {
+            what: "cudaGraphDebugDotPrint output",
+            value: path.display().to_string(),
+            reason: if e.kind() == std::io::ErrorKind::InvalidData {
+                "not UTF-8"
+            } else {
+                "could not be read back"
+            },
+        }))
+    }
+}
