@@ -423,8 +423,10 @@ mod tests {
             tx.send(()).unwrap();
             *w = 8;
         });
-        // The writer is waiting for `g`: another thread's try-entry must fail meanwhile.
-        std::thread::sleep(Duration::from_millis(50));
+        // Once the writer waits for `g`, another thread's try-entry must fail.
+        while !lock.writing.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
         let other = std::thread::spawn(move || lock.try_read_recursive().map(|g| *g));
         assert_eq!(other.join().unwrap(), None);
         drop(g);
