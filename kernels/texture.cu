@@ -147,9 +147,11 @@ extern "C" __global__ void sample_2d_lod(cudaTextureObject_t tex, const float* x
 
 // Writes src[i] to texel (i % width, i / width) of a 2-D float surface, for i below
 // min(src_len, width * height).
+// cuda-runtime: require width <= 536870911
 extern "C" __global__ void surf_write_2d(cudaSurfaceObject_t surf, const float* src,
                                          size_t src_len, int width, int height) {
-  if (width <= 0 || height <= 0) return;
+  // (x * 4 is a byte offset in an int: wider surfaces are refused by the wrapper.)
+  if (width <= 0 || height <= 0 || width > 536870911) return;
   size_t n = smaller(src_len, (size_t)width * (size_t)height);
   GRID_STRIDE(i, n) {
     int x = (int)(i % (size_t)width), y = (int)(i / (size_t)width);
@@ -158,9 +160,10 @@ extern "C" __global__ void surf_write_2d(cudaSurfaceObject_t surf, const float* 
 }
 
 // Multiplies every texel of a width x height float surface by `factor`, reading and writing it.
+// cuda-runtime: require width <= 536870911
 extern "C" __global__ void surf_scale_2d(cudaSurfaceObject_t surf, int width, int height,
                                          float factor) {
-  if (width <= 0 || height <= 0) return;
+  if (width <= 0 || height <= 0 || width > 536870911) return;
   size_t n = (size_t)width * (size_t)height;
   GRID_STRIDE(i, n) {
     int x = (int)(i % (size_t)width), y = (int)(i / (size_t)width);
@@ -171,10 +174,11 @@ extern "C" __global__ void surf_scale_2d(cudaSurfaceObject_t surf, int width, in
 
 // Writes src[i] to texel (x, y) of layer l of a layered float surface, i = (l * height + y) *
 // width + x, for i below min(src_len, width * height * layers).
+// cuda-runtime: require width <= 536870911
 extern "C" __global__ void surf_write_2d_layered(cudaSurfaceObject_t surf, const float* src,
                                                  size_t src_len, int width, int height,
                                                  int layers) {
-  if (width <= 0 || height <= 0 || layers <= 0) return;
+  if (width <= 0 || height <= 0 || layers <= 0 || width > 536870911) return;
   size_t plane = (size_t)width * (size_t)height;
   size_t n = smaller(src_len, plane * (size_t)layers);
   GRID_STRIDE(i, n) {
@@ -186,9 +190,10 @@ extern "C" __global__ void surf_write_2d_layered(cudaSurfaceObject_t surf, const
 
 // Writes src[i] to texel (x, y) of face f of a float cubemap surface, i = (f * width + y) *
 // width + x, for i below min(src_len, 6 * width * width).
+// cuda-runtime: require width <= 536870911
 extern "C" __global__ void surf_write_cubemap(cudaSurfaceObject_t surf, const float* src,
                                               size_t src_len, int width) {
-  if (width <= 0) return;
+  if (width <= 0 || width > 536870911) return;
   size_t plane = (size_t)width * (size_t)width;
   size_t n = smaller(src_len, 6 * plane);
   GRID_STRIDE(i, n) {
@@ -218,9 +223,11 @@ extern "C" __global__ void rotate(cudaTextureObject_t tex, float* out, size_t ou
 
 // Streaming reads through a texture: sums `tex1Dfetch<float4>`(tex, i) over i below n4 (float4
 // texels; fetches past the texture read zero), one partial sum per thread into out[t % out_len].
+// cuda-runtime: require n4 <= 2147483648
 extern "C" __global__ void stream_texture(cudaTextureObject_t tex, unsigned long long n4, float* out,
                                           size_t out_len) {
-  if (out_len == 0) return;
+  // (Texel indices are ints: more would wrap onto texels already read.)
+  if (out_len == 0 || n4 > 2147483648ull) return;
   size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   float acc = 0.0f;
   GRID_STRIDE(i, (size_t)n4) {

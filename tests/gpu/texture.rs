@@ -1145,6 +1145,14 @@ fn surfaces_write_what_the_array_holds() {
     s.synchronize().unwrap();
     let want: Vec<f32> = src.iter().map(|v| v * -2.0).collect();
     assert_same("surface write then scale", &a.to_vec().unwrap(), &want);
+    // Widths whose byte offsets would wrap an int are refused before the launch (review
+    // finding: they re-read and re-wrote texels near 0), and nothing runs.
+    let e = kernels::texture::surf_scale_2d(&s, &cfg(w * h), &mut surf, 536_870_912, 1, 7.0)
+        .unwrap_err();
+    assert!(matches!(e, Error::KernelPrecondition { .. }), "{e}");
+    assert!(e.to_string().contains("536870911"), "{e}");
+    s.synchronize().unwrap();
+    assert_same("after a refused launch", &a.to_vec().unwrap(), &want);
     let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
     let xy: Vec<f32> = (0..w * h)
         .flat_map(|i| [(i % w) as f32 + 0.5, (i / w) as f32 + 0.5])
