@@ -867,6 +867,8 @@ pub struct KernelArg<'a> {
     borrowed: *const c_void,
     size: usize,
     pub(crate) used: Option<Use<'a>>,
+    /// A second use: what a texture or surface object reads or writes (its array or memory).
+    pub(crate) also: Option<Use<'a>>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -891,6 +893,7 @@ impl<'a> KernelArg<'a> {
             borrowed: (value as *const T).cast(),
             size: std::mem::size_of::<T>(),
             used: None,
+            also: None,
             _borrow: PhantomData,
         }
     }
@@ -907,6 +910,7 @@ impl<'a> KernelArg<'a> {
             borrowed: std::ptr::null(),
             size: n,
             used: None,
+            also: None,
             _borrow: PhantomData,
         }
     }
@@ -917,6 +921,7 @@ impl<'a> KernelArg<'a> {
             borrowed: std::ptr::null(),
             size: std::mem::size_of::<u64>(),
             used: Some(used),
+            also: None,
             _borrow: PhantomData,
         }
     }
@@ -952,6 +957,38 @@ impl<'a> KernelArg<'a> {
             (&self.inline as *const u64).cast_mut().cast()
         } else {
             self.borrowed.cast_mut()
+        }
+    }
+}
+
+/// A texture object (a `cudaTextureObject_t` parameter): the launch notes a use of the object
+/// and a read of what it samples, so neither is destroyed or freed while the kernel is queued.
+impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
+    fn from(t: &'a crate::TextureObject<'b>) -> KernelArg<'a> {
+        let (raw, object, backing) = t.kernel_arg();
+        KernelArg {
+            inline: raw,
+            borrowed: std::ptr::null(),
+            size: std::mem::size_of::<u64>(),
+            used: Some(object),
+            also: Some(backing),
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// A surface object (a `cudaSurfaceObject_t` parameter): the launch notes a use of the object
+/// and a write of its array.
+impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
+    fn from(s: &'a mut crate::SurfaceObject) -> KernelArg<'a> {
+        let (raw, object, array) = s.kernel_arg();
+        KernelArg {
+            inline: raw,
+            borrowed: std::ptr::null(),
+            size: std::mem::size_of::<u64>(),
+            used: Some(object),
+            also: Some(array),
+            _borrow: PhantomData,
         }
     }
 }
@@ -1372,7 +1409,10 @@ impl Function {
             heap.extend(args.iter().map(KernelArg::value_ptr));
             &mut heap
         };
-        let uses: Vec<Use<'_>> = args.iter().filter_map(|a| a.used).collect();
+        let uses: Vec<Use<'_>> = args
+            .iter()
+            .flat_map(|a| a.used.into_iter().chain(a.also))
+            .collect();
         let f = self.raw.0;
         lane.submit(call, &uses, |a, raw| {
             // SAFETY: the argument count and sizes match the kernel's parameters (checked

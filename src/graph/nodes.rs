@@ -47,6 +47,15 @@ pub(crate) fn kernel_bundle(
     launch::validate(config, &context::device_state(device)?.launch_limits()?)?;
     let mut bundle: Bundle = vec![Box::new(function.clone())];
     for arg in args {
+        if arg.also.is_some() {
+            // The graph would keep the object's tracker, not the object: its handle could be
+            // destroyed while the graph can still replay.
+            return Err(Error::InvalidValue {
+                what: "kernel node argument",
+                value: "a texture or surface object".into(),
+                reason: "texture and surface objects are not supported in graph nodes yet",
+            });
+        }
         if let Some(u) = arg.used {
             let t: Token = Box::new(admit_memory(u.alloc, device, generation, call)?);
             bundle.push(t);

@@ -37,6 +37,7 @@ crate::tests![
     surfaces_write_what_the_array_holds,
     dropping_textures_and_arrays_under_queued_kernels_is_safe,
     array_drops_beside_stream_ordered_allocations_do_not_hang,
+    user_launch_with_a_texture_keeps_it_until_the_kernel_ran,
 ];
 
 /// Child processes of this module (see `main.rs`).
@@ -1347,4 +1348,68 @@ fn array_drops_child() {
     Device::current().unwrap().synchronize().unwrap();
     println!("{arrays} arrays beside {rounds} stream-ordered allocations");
     println!("array drops child ok");
+}
+
+/// A user kernel (the crate's texture PTX loaded as a user module) given a texture through
+/// `kernel_args!`: the texture and its array are dropped while the launch waits behind a spin;
+/// decoys made right after must not take over the handle or the memory (review finding: the
+/// raw handle's use was not noted, so the texture was destroyed at once).
+fn user_launch_with_a_texture_keeps_it_until_the_kernel_ran() {
+    use cuda_runtime::{kernel_args, Module};
+    let mut r = rng();
+    let m = Module::from_ptx(kernels::texture::PTX).unwrap();
+    let sample = m.function("sample_2d").unwrap();
+    let (w, h) = (r.usize(8..64), r.usize(8..32));
+    let data = random_texels::<f32>(&mut r, w * h);
+    let s = Stream::new().unwrap();
+    let xy: Vec<f32> = (0..w * h)
+        .flat_map(|i| [(i % w) as f32 + 0.5, (i / w) as f32 + 0.5])
+        .collect();
+    let xy = DeviceBuffer::from_slice(&xy).unwrap();
+    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; 4 * w * h]).unwrap();
+    let mut stamps = DeviceBuffer::<u64>::new(2).unwrap();
+    {
+        let mut a = Array::<f32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+        a.copy_from_host(&data).unwrap();
+        let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
+        kernels::spin::spin(
+            &s,
+            &LaunchConfig::new(1u32, 1u32),
+            &mut stamps,
+            200_000_000,
+            0,
+        )
+        .unwrap();
+        let (xy_len, out_len) = (xy.len(), out.len());
+        // SAFETY: sample_2d reads min(xy_len / 2, out_len / 4) coordinate pairs and writes as
+        // many float4 results: both lengths are the buffers' own.
+        unsafe {
+            sample.launch(
+                &s,
+                &cfg(w * h),
+                &kernel_args![&tex, &xy, xy_len, &mut out, out_len],
+            )
+        }
+        .unwrap();
+        drop(tex);
+        drop(a);
+    }
+    // Decoys: new arrays and textures with other data, made while the launch still waits.
+    let junk = vec![-1.0e6f32; w * h];
+    let mut decoys = Vec::new();
+    for _ in 0..4 {
+        let mut d = Array::<f32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+        d.copy_from_host(&junk).unwrap();
+        decoys.push(d);
+    }
+    let decoy_tex: Vec<_> = decoys
+        .iter()
+        .map(|d| TextureObject::from_array(d, &TextureDesc::default()).unwrap())
+        .collect();
+    s.synchronize().unwrap();
+    let got: Vec<f32> = out.to_vec().unwrap().chunks(4).map(|c| c[0]).collect();
+    assert_same("user kernel's fetches of the dropped texture", &got, &data);
+    drop(decoy_tex);
+    let errors = Device::current().unwrap().take_deferred_errors();
+    assert!(errors.is_empty(), "deferred errors: {errors:?}");
 }
