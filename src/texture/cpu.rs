@@ -107,7 +107,17 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
     pub fn new(data: &'a [T], shape: ArrayShape, desc: TextureDesc) -> Result<CpuTexture<'a, T>> {
         texture_desc(&desc, ResKind::Array(shape), T::FORMAT, T::CHANNELS)?;
         let e = shape.extent();
-        let len = e.width * e.height * e.depth;
+        // (Zero-sized shapes have no texel to sample: refused, not a panic later.)
+        let len = e
+            .width
+            .checked_mul(e.height)
+            .and_then(|n| n.checked_mul(e.depth))
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::InvalidValue {
+                what: "CpuTexture::new extent",
+                value: format!("{} x {} x {}", e.width, e.height, e.depth),
+                reason: "every dimension must be at least 1 and the texel count fit in usize",
+            })?;
         if data.len() != len {
             return Err(Error::LengthMismatch {
                 what: "CpuTexture::new",
@@ -331,6 +341,23 @@ pub fn float_result(format: ArrayFormat, read: ReadMode) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_and_overflowing_shapes_are_errors_not_panics() {
+        let d = TextureDesc::default();
+        let e = CpuTexture::new(&[] as &[f32], ArrayShape::D1 { width: 0 }, d.clone());
+        assert!(matches!(e, Err(Error::InvalidValue { .. })), "{e:?}");
+        let e = CpuTexture::new(
+            &[0.0f32; 4],
+            ArrayShape::D3 {
+                width: usize::MAX,
+                height: 2,
+                depth: 2,
+            },
+            d,
+        );
+        assert!(e.is_err());
+    }
 
     fn rng() -> fastrand::Rng {
         let seed = fastrand::u64(..);
