@@ -54,9 +54,9 @@
 //! * `pitched::scale_rows` is correct for any shape and any pitch (64-bit indices, threads with a
 //!   z index above 0 idle, row offsets that would overflow skipped).
 //! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
-//!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`)
-//!   and `params::*` are correct for any shape. (`spin::spin` spins as long as it is told to: a
-//!   huge duration keeps the GPU busy, it does not fault.)
+//!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`,
+//!   `simple_streams::mix_repeat`) and `params::*` are correct for any shape. (`spin::spin` spins
+//!   as long as it is told to: a huge duration keeps the GPU busy, it does not fault.)
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -197,6 +197,7 @@ mod tests {
             ("transpose_coalesced", BLOCK_32X8),
             ("transpose_no_bank_conflicts", BLOCK_32X8),
             ("vadd", &[]),
+            ("mix_repeat", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

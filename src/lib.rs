@@ -115,10 +115,10 @@ pub use memory::{
 };
 pub use memory::{
     pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
-    DeviceWrite, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
-    IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach, MemPool,
-    MemPoolProps, MemoryType, PageLocked, PinnedBuffer, PointerAttributes, PoolStats, ReusePolicy,
-    ShareableHandle,
+    DeviceWrite, HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice,
+    HostSliceMut, IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach,
+    MemPool, MemPoolProps, MemoryType, PageLocked, PageLockedMut, PinnedBuffer, PinnedView,
+    PinnedViewMut, PointerAttributes, PoolStats, ReusePolicy, ShareableHandle,
 };
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,

@@ -16,7 +16,7 @@ use crate::error::{record, Error, ErrorCode, Result};
 use crate::launch::{self, LaunchConfig};
 use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
-    PinnedBuffer, PitchedBuffer,
+    PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
 };
 use crate::queue::Use;
 use crate::stream::Stream;
@@ -849,9 +849,9 @@ impl std::fmt::Debug for Function {
 ///
 /// | argument | the kernel's parameter | use noted |
 /// |---|---|---|
-/// | `&buf` (a [`DeviceBuffer`], [`DeviceView`], [`PinnedBuffer`] (mapped), [`ManagedBuffer`], [`PitchedBuffer`]) | `const T*` | read |
-/// | `&mut buf`, or a [`DeviceViewMut`] by value | `T*` | write |
-/// | a [`DeviceView`] by value (`buf.slice(a..b)?`) | `const T*` | read |
+/// | `&buf` (a [`DeviceBuffer`], [`DeviceView`], [`PinnedBuffer`] or [`PinnedView`] (mapped), [`ManagedBuffer`], [`PitchedBuffer`]) | `const T*` | read |
+/// | `&mut buf`, or a [`DeviceViewMut`] or [`PinnedViewMut`] by value | `T*` | write |
+/// | a [`DeviceView`] or [`PinnedView`] by value (`buf.slice(a..b)?`) | `const T*` | read |
 /// | `i8` `u8` `i16` `u16` `i32` `u32` `i64` `u64` `isize` `usize` `f32` `f64` `bool` | the same C type | none |
 /// | [`KernelArg::new(&value)`](Self::new) for any other [`DeviceRepr`] (`#[repr(C)]` structs) | the struct by value | none |
 ///
@@ -999,10 +999,40 @@ memory_args!(
     DeviceBuffer,
     DeviceViewMut<'v>,
     PinnedBuffer,
+    PinnedViewMut<'v>,
     ManagedBuffer,
     HostRegistration<'v>,
     PitchedBuffer
 );
+
+impl<'a, T: DeviceRepr> From<&'a PinnedView<'_, T>> for KernelArg<'a> {
+    /// The view's device address (mapped memory), for a `const T*` parameter; the launch notes
+    /// a read of its allocation.
+    #[inline]
+    fn from(m: &'a PinnedView<'_, T>) -> Self {
+        KernelArg::read::<T>(m)
+    }
+}
+
+impl<'a, T: DeviceRepr> From<PinnedView<'a, T>> for KernelArg<'a> {
+    /// As `&view`.
+    #[inline]
+    fn from(m: PinnedView<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc_ref());
+        KernelArg::memory(ptr, Use::device(alloc, false))
+    }
+}
+
+impl<'a, T: DeviceRepr> From<PinnedViewMut<'a, T>> for KernelArg<'a> {
+    /// The view's device address (mapped memory), for a `T*` parameter; the launch notes a
+    /// write of its allocation. (The view is consumed: its exclusive borrow lasts as long as
+    /// the argument.)
+    #[inline]
+    fn from(m: PinnedViewMut<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc_ref());
+        KernelArg::memory(ptr, Use::device(alloc, true))
+    }
+}
 
 impl<'a, T: DeviceRepr> From<&'a DeviceView<'_, T>> for KernelArg<'a> {
     /// The view's address, for a `const T*` parameter; the launch notes a read.

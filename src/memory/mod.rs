@@ -66,8 +66,8 @@ mod staging;
 pub(crate) use device::Alloc;
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
-    HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,
-    PinnedBuffer,
+    HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
+    PageLocked, PageLockedMut, PinnedBuffer, PinnedView, PinnedViewMut,
 };
 pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};

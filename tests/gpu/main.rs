@@ -12,6 +12,7 @@
 mod common;
 mod device;
 mod driver_errors;
+mod host_chunks;
 mod host_memory;
 mod launch;
 mod memory;
@@ -77,6 +78,7 @@ fn main() {
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
+        host_chunks::TESTS,
         host_memory::TESTS,
         launch::TESTS,
         memory::TESTS,
