@@ -86,6 +86,7 @@
 pub mod abi;
 mod context;
 mod ctx_lock;
+mod demangle;
 pub mod device;
 mod driver;
 pub mod error;
@@ -124,10 +125,12 @@ pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
 };
 pub mod launch;
+pub mod library;
 pub mod module;
 pub mod symbol;
 
 pub use launch::{Dim3, LaunchConfig};
+pub use library::{Kernel, Library};
 pub use module::{
     classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,
     KernelArg, Module, ParamInfo,
@@ -175,6 +178,8 @@ const _: () = {
     send_sync::<DeviceViewMut<'static, u8>>();
     send_sync::<Module>();
     send_sync::<Function>();
+    send_sync::<Library>();
+    send_sync::<Kernel>();
     send_sync::<EmbeddedModule>();
     send_sync::<EmbeddedKernel>();
     send_sync::<Symbol<f32>>();

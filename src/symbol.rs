@@ -62,6 +62,18 @@ impl<T: DeviceRepr> Symbol<T> {
             }
             code => return Err(a.dev.note(Error::from_driver(code, "cuModuleGetGlobal"))),
         }
+        Symbol::checked(a, ptr, size, name, keep)
+    }
+
+    /// A symbol of `size` bytes at `ptr` in the entered context `a`, typed as `T` when the
+    /// sizes agree.
+    pub(crate) fn checked(
+        a: &Active,
+        ptr: u64,
+        size: usize,
+        name: &str,
+        keep: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<Symbol<T>> {
         if size != std::mem::size_of::<T>() {
             return Err(Error::SymbolSize {
                 name: name.to_string(),

@@ -15,6 +15,7 @@ mod driver_errors;
 mod host_chunks;
 mod host_memory;
 mod launch;
+mod library;
 mod memory;
 mod peer;
 mod pitched;
@@ -81,6 +82,7 @@ fn main() {
         host_chunks::TESTS,
         host_memory::TESTS,
         launch::TESTS,
+        library::TESTS,
         memory::TESTS,
         peer::TESTS,
         pitched::TESTS,
