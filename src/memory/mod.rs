@@ -64,6 +64,12 @@ mod pool;
 mod staging;
 
 pub(crate) use device::Alloc;
+
+/// The allocation behind memory of the crate's sealed memory traits (for other modules'
+/// submissions through the enqueue path).
+pub(crate) fn sealed_allocation<M: device::sealed::Sealed + ?Sized>(m: &M) -> &Alloc {
+    m.allocation()
+}
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,

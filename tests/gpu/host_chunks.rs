@@ -34,7 +34,7 @@ fn mix(mut x: u32, factor: u32, iterations: i32) -> u32 {
 
 /// Keeps `s` busy for `ms` milliseconds (one thread spinning), so that work queued after it is
 /// still in flight when the CPU looks.
-fn stall(s: &Stream, ms: u64) {
+pub fn stall(s: &Stream, ms: u64) {
     let mut stamps = DeviceBuffer::<u64>::new(2).unwrap();
     kernels::spin::spin(
         s,

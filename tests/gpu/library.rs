@@ -23,7 +23,8 @@ crate::tests![
 ];
 
 /// The PTX of `kernels/library.cu` (templates `scale<float>`, `scale<int>`,
-/// `lib::add_k<unsigned int, 7>` and `<.., -3>`, `extern "C"` `apply_coeffs`, global `coeffs`).
+/// `lib::add_k<unsigned int, 7>` and `<.., -3>`, `extern "C"` `apply_coeffs` and
+/// `gather_table`, globals `float coeffs[4]` and `int table[6976]`).
 const PTX: &str = include_str!("kernels/library.ptx");
 
 fn scale_f32(lib: &Library, stream: &Stream, data: &[f32], factor: f32) -> Vec<f32> {
@@ -79,7 +80,8 @@ fn templated_kernels_by_readable_and_mangled_names() {
             "_Z5scaleIiEvPT_mS0_",
             "_ZN3lib5add_kIjLi7EEEvPKT_PS1_m",
             "_ZN3lib5add_kIjLin3EEEvPKT_PS1_m",
-            "apply_coeffs"
+            "apply_coeffs",
+            "gather_table"
         ]
     );
     let by_mangled = lib.kernel("_Z5scaleIfEvPT_mS0_").unwrap();

@@ -21,6 +21,7 @@ mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod symbols;
 mod user_kernels;
 
 use std::sync::RwLock;
@@ -88,6 +89,7 @@ fn main() {
         pitched::TESTS,
         safety::TESTS,
         stream::TESTS,
+        symbols::TESTS,
         user_kernels::TESTS,
     ]
     .into_iter()

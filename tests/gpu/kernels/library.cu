@@ -33,3 +33,13 @@ extern "C" __global__ void apply_coeffs(float* d, size_t n) {
        i += (size_t)gridDim.x * blockDim.x)
     d[i] *= coeffs[i % 4];
 }
+
+// A module global larger than bytemuck's fixed array impls (for `Symbol<[i32; 6976]>`).
+__device__ int table[6976];
+
+// out[i] = table[i % 6976] for i < n.
+extern "C" __global__ void gather_table(int* out, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    out[i] = table[i % 6976];
+}
