@@ -61,9 +61,9 @@
 //!   [`TextureObject`](crate::TextureObject) and [`SurfaceObject`](crate::SurfaceObject),
 //!   whose uses (of the object and of the memory behind it) the launch notes.
 //! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
-//!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`)
-//!   and `params::*` are correct for any shape. (`spin::spin` spins as long as it is told to: a
-//!   huge duration keeps the GPU busy, it does not fault.)
+//!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`,
+//!   `simple_streams::mix_repeat`) and `params::*` are correct for any shape. (`spin::spin` spins
+//!   as long as it is told to: a huge duration keeps the GPU busy, it does not fault.)
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -224,6 +224,7 @@ mod tests {
             ("rotate", &[]),
             ("stream_texture", &[]),
             ("stream_global", &[]),
+            ("mix_repeat", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

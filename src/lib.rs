@@ -86,6 +86,7 @@
 pub mod abi;
 mod context;
 mod ctx_lock;
+mod demangle;
 pub mod device;
 mod driver;
 pub mod error;
@@ -118,10 +119,10 @@ pub use memory::{
 };
 pub use memory::{
     pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
-    DeviceWrite, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
-    IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach, MemPool,
-    MemPoolProps, MemoryType, PageLocked, PinnedBuffer, PointerAttributes, PoolStats, ReusePolicy,
-    ShareableHandle,
+    DeviceWrite, HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice,
+    HostSliceMut, IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach,
+    MemPool, MemPoolProps, MemoryType, PageLocked, PageLockedMut, PinnedBuffer, PinnedView,
+    PinnedViewMut, PointerAttributes, PoolStats, ReusePolicy, ShareableHandle,
 };
 pub use memory::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub use stream::{
@@ -132,10 +133,12 @@ pub use texture::{
     Texel, TexelScalar, TextureDesc, TextureObject,
 };
 pub mod launch;
+pub mod library;
 pub mod module;
 pub mod symbol;
 
 pub use launch::{Dim3, LaunchConfig};
+pub use library::{Kernel, Library};
 pub use module::{
     classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,
     KernelArg, Module, ParamInfo,
@@ -191,6 +194,8 @@ const _: () = {
     send_sync::<DeviceViewMut<'static, u8>>();
     send_sync::<Module>();
     send_sync::<Function>();
+    send_sync::<Library>();
+    send_sync::<Kernel>();
     send_sync::<EmbeddedModule>();
     send_sync::<EmbeddedKernel>();
     send_sync::<Symbol<f32>>();

@@ -16,7 +16,7 @@ use crate::error::{record, Error, ErrorCode, Result};
 use crate::launch::{self, LaunchConfig};
 use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
-    PinnedBuffer, PitchedBuffer,
+    PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
 };
 use crate::queue::Use;
 use crate::stream::Stream;
@@ -172,7 +172,7 @@ fn ptx_text<'a>(image: &'a [u8], origin: &str) -> Result<&'a str> {
 }
 
 /// [`ptx_text`], and a NUL-terminated copy of it for the driver.
-fn ptx_c_string<'a>(image: &'a [u8], origin: &str) -> Result<(&'a str, CString)> {
+pub(crate) fn ptx_c_string<'a>(image: &'a [u8], origin: &str) -> Result<(&'a str, CString)> {
     let text = ptx_text(image, origin)?;
     // `ptx_text` refused every NUL inside the text.
     let c = CString::new(text).map_err(|e| {
@@ -564,6 +564,45 @@ unsafe fn raw_launch(
     }
 }
 
+/// Loads a module image as a context-independent library (`cuLibraryLoadData`), with the JIT's
+/// error log in the error. `a`: the calling thread's entered context, for the error's device.
+///
+/// # Safety
+/// As [`load_image`].
+pub(crate) unsafe fn load_library(a: &Active, image: &[u8]) -> Result<sys::CUlibrary> {
+    let mut log = vec![0u8; 8192];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+    let mut lib: sys::CUlibrary = std::ptr::null_mut();
+    // SAFETY: the image stays in bounds for the driver (the caller's promise); the options
+    // point to a log buffer of the stated size that outlives the call; no library options.
+    let r = driver::rc(unsafe {
+        sys::cuLibraryLoadData(
+            &mut lib,
+            image.as_ptr().cast(),
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+            options.len() as u32,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    });
+    if r == 0 {
+        return Ok(lib);
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let log = String::from_utf8_lossy(&log[..end]).trim().to_string();
+    Err(a.dev.note(Error::ModuleLoad {
+        code: ErrorCode::from_driver(r),
+        driver: r,
+        log,
+    }))
+}
+
 fn get_function(a: &Active, m: sys::CUmodule, name: &str) -> Result<sys::CUfunction> {
     let cname = CString::new(name).map_err(|_| Error::InvalidValue {
         what: "kernel name",
@@ -754,7 +793,7 @@ impl Module {
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, sizes)| sizes.as_slice());
-            Function::new(&a, f, name, Some(self.inner.clone()), known)
+            Function::new(&a, f, name, Some(self.keep_alive()), known)
         })())
     }
 
@@ -775,7 +814,7 @@ impl Module {
     }
 }
 
-fn io_reason(e: &std::io::Error) -> &'static str {
+pub(crate) fn io_reason(e: &std::io::Error) -> &'static str {
     match e.kind() {
         std::io::ErrorKind::NotFound => "file not found",
         std::io::ErrorKind::PermissionDenied => "permission denied",
@@ -827,7 +866,8 @@ pub struct Function {
     generation: u64,
     name: Arc<str>,
     params: Arc<[ParamInfo]>,
-    _module: Option<Arc<ModuleInner>>,
+    /// What the function lives in (a user module or library), kept loaded.
+    _module: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Function {
@@ -849,9 +889,9 @@ impl std::fmt::Debug for Function {
 ///
 /// | argument | the kernel's parameter | use noted |
 /// |---|---|---|
-/// | `&buf` (a [`DeviceBuffer`], [`DeviceView`], [`PinnedBuffer`] (mapped), [`ManagedBuffer`], [`PitchedBuffer`]) | `const T*` | read |
-/// | `&mut buf`, or a [`DeviceViewMut`] by value | `T*` | write |
-/// | a [`DeviceView`] by value (`buf.slice(a..b)?`) | `const T*` | read |
+/// | `&buf` (a [`DeviceBuffer`], [`DeviceView`], [`PinnedBuffer`] or [`PinnedView`] (mapped), [`ManagedBuffer`], [`PitchedBuffer`]) | `const T*` | read |
+/// | `&mut buf`, or a [`DeviceViewMut`] or [`PinnedViewMut`] by value | `T*` | write |
+/// | a [`DeviceView`] or [`PinnedView`] by value (`buf.slice(a..b)?`) | `const T*` | read |
 /// | `i8` `u8` `i16` `u16` `i32` `u32` `i64` `u64` `isize` `usize` `f32` `f64` `bool` | the same C type | none |
 /// | [`KernelArg::new(&value)`](Self::new) for any other [`DeviceRepr`] (`#[repr(C)]` structs) | the struct by value | none |
 ///
@@ -1036,10 +1076,40 @@ memory_args!(
     DeviceBuffer,
     DeviceViewMut<'v>,
     PinnedBuffer,
+    PinnedViewMut<'v>,
     ManagedBuffer,
     HostRegistration<'v>,
     PitchedBuffer
 );
+
+impl<'a, T: DeviceRepr> From<&'a PinnedView<'_, T>> for KernelArg<'a> {
+    /// The view's device address (mapped memory), for a `const T*` parameter; the launch notes
+    /// a read of its allocation.
+    #[inline]
+    fn from(m: &'a PinnedView<'_, T>) -> Self {
+        KernelArg::read::<T>(m)
+    }
+}
+
+impl<'a, T: DeviceRepr> From<PinnedView<'a, T>> for KernelArg<'a> {
+    /// As `&view`.
+    #[inline]
+    fn from(m: PinnedView<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc_ref());
+        KernelArg::memory(ptr, Use::device(alloc, false))
+    }
+}
+
+impl<'a, T: DeviceRepr> From<PinnedViewMut<'a, T>> for KernelArg<'a> {
+    /// The view's device address (mapped memory), for a `T*` parameter; the launch notes a
+    /// write of its allocation. (The view is consumed: its exclusive borrow lasts as long as
+    /// the argument.)
+    #[inline]
+    fn from(m: PinnedViewMut<'a, T>) -> Self {
+        let (ptr, alloc) = (m.device_ptr(), m.alloc_ref());
+        KernelArg::memory(ptr, Use::device(alloc, true))
+    }
+}
 
 impl<'a, T: DeviceRepr> From<&'a DeviceView<'_, T>> for KernelArg<'a> {
     /// The view's address, for a `const T*` parameter; the launch notes a read.
@@ -1101,11 +1171,11 @@ impl Function {
     /// driver is then asked about exactly those parameters. Without it (cubins) the list is
     /// found by asking until the driver reports an invalid index (driver 580 has no
     /// `cuFuncGetParamCount`), which API-error checkers will see.
-    fn new(
+    pub(crate) fn new(
         a: &Active,
         f: sys::CUfunction,
         name: &str,
-        module: Option<Arc<ModuleInner>>,
+        module: Option<Arc<dyn std::any::Any + Send + Sync>>,
         known: Option<&[usize]>,
     ) -> Result<Function> {
         let mut params = Vec::new();
@@ -1344,29 +1414,9 @@ impl Function {
         (self.device, self.generation)
     }
 
+    /// Checks arguments against the kernel's parameter list (see [`check_args`]).
     pub(crate) fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
-        if args.len() != self.params.len() {
-            return Err(Error::KernelArguments {
-                kernel: self.name.to_string(),
-                detail: format!(
-                    "{} arguments given, but the kernel has {} parameters",
-                    args.len(),
-                    self.params.len()
-                ),
-            });
-        }
-        for (i, (arg, p)) in args.iter().zip(self.params.iter()).enumerate() {
-            if arg.size != p.size {
-                return Err(Error::KernelArguments {
-                    kernel: self.name.to_string(),
-                    detail: format!(
-                        "argument {i} is {} bytes, but parameter {i} is {} bytes",
-                        arg.size, p.size
-                    ),
-                });
-            }
-        }
-        Ok(())
+        check_args(&self.name, &self.params, args)
     }
 
     fn launch_inner(
@@ -1376,7 +1426,7 @@ impl Function {
         args: &[KernelArg<'_>],
         cooperative: bool,
     ) -> Result<()> {
-        self.check_args(args)?;
+        check_args(&self.name, &self.params, args)?;
         let call = if cooperative {
             "cudaLaunchCooperativeKernel"
         } else {
@@ -1397,29 +1447,8 @@ impl Function {
         if cooperative {
             self.check_cooperative(a, config)?;
         }
-        // Up to 32 arguments live on the stack; more are rare enough to allocate.
-        let mut stack = [std::ptr::null_mut::<c_void>(); 32];
-        let mut heap = Vec::new();
-        let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
-            for (slot, arg) in stack.iter_mut().zip(args) {
-                *slot = arg.value_ptr();
-            }
-            &mut stack[..args.len()]
-        } else {
-            heap.extend(args.iter().map(KernelArg::value_ptr));
-            &mut heap
-        };
-        let uses: Vec<Use<'_>> = args
-            .iter()
-            .flat_map(|a| a.used.into_iter().chain(a.also))
-            .collect();
-        let f = self.raw.0;
-        lane.submit(call, &uses, |a, raw| {
-            // SAFETY: the argument count and sizes match the kernel's parameters (checked
-            // above); what the values mean to the kernel is the caller's promise (see
-            // `launch`).
-            unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
-        })
+        // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
+        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative) }
     }
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
@@ -1497,6 +1526,69 @@ impl Function {
     ) -> Result<()> {
         record(self.launch_inner(stream, config, args, true))
     }
+}
+
+/// Checks the count and sizes of `args` against the parameters of kernel `name`.
+pub(crate) fn check_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Result<()> {
+    if args.len() != params.len() {
+        return Err(Error::KernelArguments {
+            kernel: name.to_string(),
+            detail: format!(
+                "{} arguments given, but the kernel has {} parameters",
+                args.len(),
+                params.len()
+            ),
+        });
+    }
+    for (i, (arg, p)) in args.iter().zip(params.iter()).enumerate() {
+        if arg.size != p.size {
+            return Err(Error::KernelArguments {
+                kernel: name.to_string(),
+                detail: format!(
+                    "argument {i} is {} bytes, but parameter {i} is {} bytes",
+                    arg.size, p.size
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Queues the launch of `f` (a function of the lane's context) with `args` through the
+/// enqueue path, noting the uses of the memory among them.
+///
+/// # Safety
+/// `args` match `f`'s parameters in count and size (checked by the caller) and in meaning
+/// (the user's promise, see [`Function::launch`]); the configuration was validated.
+pub(crate) unsafe fn submit_launch(
+    lane: &crate::queue::Lane<'_>,
+    f: sys::CUfunction,
+    call: &'static str,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+    cooperative: bool,
+) -> Result<()> {
+    // Up to 32 arguments live on the stack; more are rare enough to allocate.
+    let mut stack = [std::ptr::null_mut::<c_void>(); 32];
+    let mut heap = Vec::new();
+    let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
+        for (slot, arg) in stack.iter_mut().zip(args) {
+            *slot = arg.value_ptr();
+        }
+        &mut stack[..args.len()]
+    } else {
+        heap.extend(args.iter().map(KernelArg::value_ptr));
+        &mut heap
+    };
+    let uses: Vec<Use<'_>> = args
+        .iter()
+        .flat_map(|a| a.used.into_iter().chain(a.also))
+        .collect();
+    lane.submit(call, &uses, |a, raw| {
+        // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the stream
+        // is live in the current context, which `f` belongs to.
+        unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
+    })
 }
 
 /// The block size (a multiple of `warp`, at most `limit`) maximising resident threads per

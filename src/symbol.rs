@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::context::{self, Active};
 use crate::driver::{self, sys};
 use crate::error::{record, Error, Result};
-use crate::queue::Lane;
+use crate::memory::{PageLocked, PageLockedMut};
+use crate::queue::{Lane, Use};
 use crate::stream::{self, Stream};
 use crate::DeviceRepr;
 
@@ -62,6 +63,18 @@ impl<T: DeviceRepr> Symbol<T> {
             }
             code => return Err(a.dev.note(Error::from_driver(code, "cuModuleGetGlobal"))),
         }
+        Symbol::checked(a, ptr, size, name, keep)
+    }
+
+    /// A symbol of `size` bytes at `ptr` in the entered context `a`, typed as `T` when the
+    /// sizes agree.
+    pub(crate) fn checked(
+        a: &Active,
+        ptr: u64,
+        size: usize,
+        name: &str,
+        keep: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<Symbol<T>> {
         if size != std::mem::size_of::<T>() {
             return Err(Error::SymbolSize {
                 name: name.to_string(),
@@ -120,10 +133,15 @@ impl<T: DeviceRepr> Symbol<T> {
     }
 
     fn write(&self, value: &T, stream: Option<&Stream>) -> Result<()> {
+        self.write_bytes(0, bytemuck::bytes_of(value), stream)
+    }
+
+    /// Copies `bytes` to the variable's bytes from `offset` (checked by the caller to lie
+    /// inside it), and waits for the copy.
+    fn write_bytes(&self, offset: usize, bytes: &[u8], stream: Option<&Stream>) -> Result<()> {
         let lane = self.enter(stream)?;
         let mark = lane.mark();
-        let bytes = bytemuck::bytes_of(value);
-        let ptr = self.ptr;
+        let ptr = self.ptr + offset as u64;
         lane.submit("cudaMemcpyToSymbol", &[], |a, raw| {
             // SAFETY: the symbol is `size_of::<T>()` bytes of live device memory of this
             // context (checked at lookup); `value` is borrowed for the call.
@@ -144,11 +162,17 @@ impl<T: DeviceRepr> Symbol<T> {
     }
 
     fn read(&self, stream: Option<&Stream>) -> Result<T> {
+        let mut value = T::zeroed();
+        self.read_bytes(0, bytemuck::bytes_of_mut(&mut value), stream)?;
+        Ok(value)
+    }
+
+    /// Copies the variable's bytes from `offset` (checked by the caller) into `bytes`, and
+    /// waits for the copy.
+    fn read_bytes(&self, offset: usize, bytes: &mut [u8], stream: Option<&Stream>) -> Result<()> {
         let lane = self.enter(stream)?;
         let mark = lane.mark();
-        let mut value = T::zeroed();
-        let bytes = bytemuck::bytes_of_mut(&mut value);
-        let ptr = self.ptr;
+        let ptr = self.ptr + offset as u64;
         lane.submit("cudaMemcpyFromSymbol", &[], |a, raw| {
             // SAFETY: as in `write`; `value` is exclusively borrowed and any bit pattern is a
             // valid `T`.
@@ -165,7 +189,81 @@ impl<T: DeviceRepr> Symbol<T> {
             )
         })?;
         lane.synchronized(mark);
-        Ok(value)
+        Ok(())
+    }
+
+    /// Queues a copy between the variable's bytes from `offset` and page-locked memory on
+    /// `stream`, without waiting: the page-locked side notes the use (its CPU access and drop
+    /// wait for the copy). `offset` and the host side's size are checked by the caller.
+    fn copy_pinned<U: DeviceRepr>(
+        &self,
+        offset: usize,
+        host: &(impl PageLocked<U> + ?Sized),
+        to_symbol: bool,
+        stream: &Stream,
+        call: &'static str,
+    ) -> Result<()> {
+        let bytes = host.len() * std::mem::size_of::<U>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let lane = self.enter(Some(stream))?;
+        let ptr = self.ptr + offset as u64;
+        let hp = host.host_ptr();
+        let alloc = crate::memory::sealed_allocation(host);
+        lane.submit(call, &[Use::host_copy(alloc, !to_symbol)], |a, raw| {
+            if to_symbol {
+                // SAFETY: `ptr..ptr + bytes` lies inside the variable (checked by the
+                // caller), live device memory of this context while the module is held; the
+                // page-locked side holds `bytes` bytes and stays allocated and away from the
+                // CPU until the use noted on it is waited for.
+                a.check(
+                    unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, hp.cast(), bytes, raw) },
+                    "cuMemcpyHtoDAsync",
+                )
+            } else {
+                // SAFETY: as above; the page-locked side is writable (checked by the enqueue
+                // path) and any bit pattern is a valid `U`.
+                a.check(
+                    unsafe { sys::cuMemcpyDtoHAsync_v2(hp.cast_mut().cast(), ptr, bytes, raw) },
+                    "cuMemcpyDtoHAsync",
+                )
+            }
+        })
+    }
+
+    /// Copies one `T` from page-locked memory into the variable on `stream`
+    /// (`cudaMemcpyToSymbolAsync` from page-locked memory) without waiting: `src` remembers
+    /// the copy, and writing it from the CPU or dropping it waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless `src` holds exactly one element;
+    /// [`Error::DeviceMismatch`] for a stream of another device.
+    #[doc(alias = "cudaMemcpyToSymbolAsync")]
+    pub fn copy_from_pinned_async(
+        &self,
+        src: &(impl PageLocked<T> + ?Sized),
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = "cudaMemcpyToSymbolAsync (page-locked)";
+        record(one(src.len(), call).and_then(|()| self.copy_pinned(0, src, true, stream, call)))
+    }
+
+    /// Copies the variable into page-locked memory holding one `T`, on `stream`
+    /// (`cudaMemcpyFromSymbolAsync` to page-locked memory) without waiting: `dst` remembers
+    /// the copy, and its CPU access or drop waits for it.
+    ///
+    /// # Errors
+    /// As [`copy_from_pinned_async`](Self::copy_from_pinned_async); [`Error::InvalidValue`]
+    /// for a read-only registration.
+    #[doc(alias = "cudaMemcpyFromSymbolAsync")]
+    pub fn copy_to_pinned_async(
+        &self,
+        dst: &mut (impl PageLockedMut<T> + ?Sized),
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = "cudaMemcpyFromSymbolAsync (page-locked)";
+        record(one(dst.len(), call).and_then(|()| self.copy_pinned(0, &*dst, false, stream, call)))
     }
 
     /// Copies `value` into the variable (`cudaMemcpyToSymbol`). Blocks until done.
@@ -192,5 +290,199 @@ impl<T: DeviceRepr> Symbol<T> {
     #[doc(alias = "cudaMemcpyFromSymbolAsync")]
     pub fn copy_to_host_async(&self, stream: &Stream) -> Result<T> {
         record(self.read(Some(stream)))
+    }
+}
+
+fn one(len: usize, call: &'static str) -> Result<()> {
+    if len == 1 {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: call,
+            expected: 1,
+            actual: len,
+        })
+    }
+}
+
+/// The byte offset of elements `offset..offset + count` of an array of `n` elements of `E`,
+/// checked to lie inside it.
+fn element_range<E>(offset: usize, count: usize, n: usize, what: &'static str) -> Result<usize> {
+    match offset.checked_add(count) {
+        Some(end) if end <= n => Ok(offset * std::mem::size_of::<E>()),
+        end => Err(Error::OutOfRange {
+            what,
+            start: offset,
+            end: end.unwrap_or(usize::MAX),
+            len: n,
+        }),
+    }
+}
+
+/// Partial copies of array variables (`cudaMemcpyToSymbol` / `cudaMemcpyFromSymbol` with a
+/// count and an offset), in elements, checked against the array's length.
+impl<E: DeviceRepr, const N: usize> Symbol<[E; N]>
+where
+    [E; N]: DeviceRepr,
+{
+    /// The number of elements of the array.
+    pub fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Copies `src` into elements `offset..offset + src.len()` of the variable
+    /// (`cudaMemcpyToSymbol(symbol, src, count, offset)`). Blocks until done.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] with the range and the length when it does not fit.
+    #[doc(alias = "cudaMemcpyToSymbol")]
+    pub fn copy_from_host_at(&self, offset: usize, src: &[E]) -> Result<()> {
+        record((|| {
+            let at = element_range::<E>(offset, src.len(), N, "cudaMemcpyToSymbol range")?;
+            if src.is_empty() {
+                return Ok(());
+            }
+            self.write_bytes(at, bytemuck::cast_slice(src), None)
+        })())
+    }
+
+    /// As [`copy_from_host_at`](Self::copy_from_host_at), in stream order on `stream`
+    /// (`cudaMemcpyToSymbolAsync`); returns once `src` has been read.
+    #[doc(alias = "cudaMemcpyToSymbolAsync")]
+    pub fn copy_from_host_at_async(&self, offset: usize, src: &[E], stream: &Stream) -> Result<()> {
+        record((|| {
+            let at = element_range::<E>(offset, src.len(), N, "cudaMemcpyToSymbolAsync range")?;
+            if src.is_empty() {
+                return Ok(());
+            }
+            self.write_bytes(at, bytemuck::cast_slice(src), Some(stream))
+        })())
+    }
+
+    /// Copies elements `offset..offset + dst.len()` of the variable into `dst`
+    /// (`cudaMemcpyFromSymbol(dst, symbol, count, offset)`). Blocks until done.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] with the range and the length when it does not fit.
+    #[doc(alias = "cudaMemcpyFromSymbol")]
+    pub fn copy_to_host_at(&self, offset: usize, dst: &mut [E]) -> Result<()> {
+        record((|| {
+            let at = element_range::<E>(offset, dst.len(), N, "cudaMemcpyFromSymbol range")?;
+            if dst.is_empty() {
+                return Ok(());
+            }
+            self.read_bytes(at, bytemuck::cast_slice_mut(dst), None)
+        })())
+    }
+
+    /// As [`copy_to_host_at`](Self::copy_to_host_at), in stream order on `stream`
+    /// (`cudaMemcpyFromSymbolAsync`); returns once `dst` holds the values.
+    #[doc(alias = "cudaMemcpyFromSymbolAsync")]
+    pub fn copy_to_host_at_async(
+        &self,
+        offset: usize,
+        dst: &mut [E],
+        stream: &Stream,
+    ) -> Result<()> {
+        record((|| {
+            let at = element_range::<E>(offset, dst.len(), N, "cudaMemcpyFromSymbolAsync range")?;
+            if dst.is_empty() {
+                return Ok(());
+            }
+            self.read_bytes(at, bytemuck::cast_slice_mut(dst), Some(stream))
+        })())
+    }
+
+    /// Copies page-locked memory (a [`PinnedBuffer`](crate::PinnedBuffer), a chunk of one, a
+    /// registration or managed memory) into elements `offset..offset + src.len()` of the
+    /// variable on `stream` (`cudaMemcpyToSymbolAsync`), without waiting: `src` remembers the
+    /// copy, and writing it from the CPU or dropping it waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the range does not fit; [`Error::DeviceMismatch`] for a
+    /// stream of another device.
+    #[doc(alias = "cudaMemcpyToSymbolAsync")]
+    pub fn copy_from_pinned_at_async(
+        &self,
+        offset: usize,
+        src: &(impl PageLocked<E> + ?Sized),
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = "cudaMemcpyToSymbolAsync (page-locked)";
+        record(
+            element_range::<E>(offset, src.len(), N, call)
+                .and_then(|at| self.copy_pinned(at, src, true, stream, call)),
+        )
+    }
+
+    /// Copies elements `offset..offset + dst.len()` of the variable into page-locked memory
+    /// on `stream` (`cudaMemcpyFromSymbolAsync`), without waiting: `dst` remembers the copy,
+    /// and its CPU access or drop waits for it.
+    ///
+    /// # Errors
+    /// As [`copy_from_pinned_at_async`](Self::copy_from_pinned_at_async);
+    /// [`Error::InvalidValue`] for a read-only registration.
+    #[doc(alias = "cudaMemcpyFromSymbolAsync")]
+    pub fn copy_to_pinned_at_async(
+        &self,
+        offset: usize,
+        dst: &mut (impl PageLockedMut<E> + ?Sized),
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = "cudaMemcpyFromSymbolAsync (page-locked)";
+        record(
+            element_range::<E>(offset, dst.len(), N, call)
+                .and_then(|at| self.copy_pinned(at, &*dst, false, stream, call)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_ranges_are_checked_with_their_values() {
+        assert_eq!(element_range::<u32>(0, 4, 4, "t").unwrap(), 0);
+        assert_eq!(element_range::<u32>(3, 1, 4, "t").unwrap(), 12);
+        assert_eq!(element_range::<u32>(4, 0, 4, "t").unwrap(), 16);
+        assert_eq!(
+            element_range::<u32>(3, 2, 4, "t").unwrap_err(),
+            Error::OutOfRange {
+                what: "t",
+                start: 3,
+                end: 5,
+                len: 4
+            }
+        );
+        assert!(matches!(
+            element_range::<u32>(usize::MAX, 2, 4, "t"),
+            Err(Error::OutOfRange {
+                end: usize::MAX,
+                ..
+            })
+        ));
+        assert!(one(1, "c").is_ok());
+        assert!(matches!(
+            one(2, "c"),
+            Err(Error::LengthMismatch {
+                expected: 1,
+                actual: 2,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn arrays_of_any_length_are_plain_data() {
+        fn device_repr<T: DeviceRepr>() {}
+        device_repr::<[i32; 6976]>();
+        device_repr::<[f32; 33]>();
+        device_repr::<[[u8; 3]; 1000]>();
     }
 }

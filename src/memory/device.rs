@@ -6,7 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
 
-use super::host::{host_side, HostSide, PageLocked};
+use super::host::{host_side, HostSide, PageLocked, PageLockedMut};
 use super::staging;
 use super::DeviceRepr;
 use crate::context::{self, Active};
@@ -969,7 +969,7 @@ macro_rules! read_ops {
         #[doc(alias = "cudaMemcpyAsync")]
         pub fn copy_to_pinned_async(
             &self,
-            dst: &mut (impl PageLocked<T> + ?Sized),
+            dst: &mut (impl PageLockedMut<T> + ?Sized),
             stream: &Stream,
         ) -> Result<()> {
             record(copy_pinned(

@@ -341,31 +341,39 @@ impl<T: std::fmt::Debug> std::fmt::Debug for HostSliceMut<'_, T> {
     }
 }
 
-/// CPU access to an allocation with a host side.
-pub(crate) fn slice<T>(alloc: &Alloc, len: usize) -> Result<HostSlice<'_, T>> {
+/// CPU access to an allocation with a host side: `len` elements from element `offset`
+/// (`offset + len` within the allocation: the callers' views are checked when made).
+pub(crate) fn slice<T>(alloc: &Alloc, offset: usize, len: usize) -> Result<HostSlice<'_, T>> {
     let h = host_side(alloc);
     let borrow = h.access(alloc, false)?;
-    // SAFETY: the memory holds `len` initialised `T`s (zeroed or copied at allocation, and
-    // every write since was of `T`s); no device work writes it (waited above) and none can be
-    // queued while the shared borrow of the owner lives, except reads; a reset cannot free it
-    // while `borrow` lives.
-    let data = unsafe { std::slice::from_raw_parts(h.host_ptr.0.cast::<T>(), len) };
+    // SAFETY: the memory holds initialised `T`s (zeroed or copied at allocation, and every
+    // write since was of `T`s), `offset + len` of them within the allocation; no device work
+    // writes it (the whole allocation's writers were waited for above) and none can be queued
+    // while the shared borrow of the owner lives, except reads; a reset cannot free it while
+    // `borrow` lives.
+    let data = unsafe { std::slice::from_raw_parts(h.host_ptr.0.cast::<T>().add(offset), len) };
     Ok(HostSlice {
         data,
         _borrow: borrow,
     })
 }
 
-/// Exclusive CPU access to an allocation with a host side.
+/// Exclusive CPU access to an allocation with a host side, as [`slice`].
 ///
 /// # Safety
-/// The caller holds exclusive access to the owner of `alloc` for `'a`.
-pub(crate) unsafe fn slice_mut<T>(alloc: &Alloc, len: usize) -> Result<HostSliceMut<'_, T>> {
+/// The caller holds exclusive access to the owner of `alloc` (or to the elements
+/// `offset..offset + len` of it, through an exclusive view) for `'a`.
+pub(crate) unsafe fn slice_mut<T>(
+    alloc: &Alloc,
+    offset: usize,
+    len: usize,
+) -> Result<HostSliceMut<'_, T>> {
     let h = host_side(alloc);
     let borrow = h.access(alloc, true)?;
-    // SAFETY: as in `slice`; the owner is borrowed exclusively (the caller's contract), so no
-    // other access and no new device work can start while the view lives.
-    let data = unsafe { std::slice::from_raw_parts_mut(h.host_ptr.0.cast::<T>(), len) };
+    // SAFETY: as in `slice`; those elements are borrowed exclusively (the caller's contract),
+    // so no other CPU access and no new device work on them can start while the view lives,
+    // and every queued use of the allocation was waited for.
+    let data = unsafe { std::slice::from_raw_parts_mut(h.host_ptr.0.cast::<T>().add(offset), len) };
     Ok(HostSliceMut {
         data,
         _borrow: borrow,
@@ -452,6 +460,377 @@ pub trait PageLocked<T: DeviceRepr>: sealed::Sealed {
     fn host_ptr(&self) -> *const T;
 }
 
+/// Page-locked, registered or managed memory that asynchronous copies may *write*:
+/// [`PinnedBuffer`], [`HostRegistration`], [`ManagedBuffer`](crate::ManagedBuffer) and the
+/// exclusive view [`PinnedViewMut`], each borrowed exclusively by the copy call (a shared
+/// [`PinnedView`] is only a source). Sealed.
+pub trait PageLockedMut<T: DeviceRepr>: PageLocked<T> {}
+
+pub(crate) mod range {
+    /// Where the elements of host-reachable memory lie in their allocation.
+    pub trait HostRange {
+        /// The allocation, the first element's index in it, and the number of elements.
+        fn host_range(&self) -> (&crate::memory::Alloc, usize, usize);
+    }
+}
+
+/// CPU access shared by page-locked ([`PinnedBuffer`]), registered ([`HostRegistration`]) and
+/// managed ([`ManagedBuffer`](crate::ManagedBuffer)) memory, and by exclusive views of part of
+/// them ([`PinnedViewMut`]): generic code can read and write any of them from the CPU.
+///
+/// Every access first waits for the queued device work it conflicts with (the writers for a
+/// read, every use for a write), exactly at its points in its queues, whatever stream or thread
+/// queued it. For a view, that is the work queued on any part of its allocation (uses are noted
+/// per allocation). Sealed.
+///
+/// ```no_run
+/// use cuda_runtime::{HostAccess, ManagedBuffer, PinnedBuffer};
+/// fn total<M: HostAccess<f32>>(m: &M) -> cuda_runtime::Result<f32> {
+///     Ok(m.as_slice()?.iter().sum())
+/// }
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let pinned = PinnedBuffer::from_slice(&[1.0f32, 2.0])?;
+/// let managed = ManagedBuffer::from_slice(&[3.0f32, 4.0])?;
+/// assert_eq!(total(&pinned)? + total(&managed)?, 10.0);
+/// # Ok(()) }
+/// ```
+pub trait HostAccess<T: DeviceRepr>: PageLockedMut<T> + range::HostRange {
+    /// The contents, once no queued device work writes them. Blocks until then.
+    ///
+    /// # Errors
+    /// [`Error::ContextDestroyed`] for memory a reset freed (write-combined page-locked or
+    /// managed memory); the error of the work waited for.
+    fn as_slice(&self) -> Result<HostSlice<'_, T>> {
+        let (alloc, offset, len) = self.host_range();
+        record(slice(alloc, offset, len))
+    }
+
+    /// The contents for writing, once no queued device work uses them. Blocks until then.
+    ///
+    /// # Errors
+    /// As [`as_slice`](Self::as_slice); [`Error::InvalidValue`] for a read-only registration.
+    fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
+        let (alloc, offset, len) = self.host_range();
+        record(
+            host_side(alloc)
+                .check_writable("HostAccess::as_mut_slice")
+                // SAFETY: every implementor (sealed) is borrowed exclusively here and owns, or
+                // exclusively borrows, exactly these elements.
+                .and_then(|()| unsafe { slice_mut(alloc, offset, len) }),
+        )
+    }
+
+    /// A copy of the contents (waits as [`as_slice`](Self::as_slice)).
+    fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.as_slice()?.to_vec())
+    }
+
+    /// Waits for every queued piece of device work that uses the memory's allocation.
+    fn synchronize(&self) -> Result<()> {
+        let (alloc, _, _) = self.host_range();
+        record(host_side(alloc).wait(&alloc.uses, true))
+    }
+}
+
+/// A shared view of part of page-locked, registered or managed memory
+/// ([`PinnedBuffer::slice`], [`HostRegistration::slice`], [`ManagedBuffer::slice`]): a source
+/// for asynchronous copies ([`DeviceBuffer::copy_from_pinned_async`] and the views' same
+/// method) and, for mapped memory, a `const T*` kernel argument.
+///
+/// Work queued on a view notes its use on the *whole allocation*: CPU views of the buffer and
+/// its drop wait for every chunk copied, whatever stream copied it.
+///
+/// [`DeviceBuffer::copy_from_pinned_async`]: crate::DeviceBuffer::copy_from_pinned_async
+/// [`ManagedBuffer::slice`]: crate::ManagedBuffer::slice
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedView<'a, T: DeviceRepr> {
+    alloc: &'a Alloc,
+    offset: usize,
+    len: usize,
+    dptr: u64,
+    _t: PhantomData<&'a [T]>,
+}
+
+/// An exclusive view of part of page-locked, registered or managed memory
+/// ([`PinnedBuffer::slice_mut`], [`HostRegistration::slice_mut`],
+/// [`ManagedBuffer::slice_mut`](crate::ManagedBuffer::slice_mut)): a destination for
+/// asynchronous copies ([`DeviceBuffer::copy_to_pinned_async`](crate::DeviceBuffer::copy_to_pinned_async)),
+/// a `T*` kernel argument for mapped memory, and CPU access to its elements ([`HostAccess`]).
+///
+/// As for [`PinnedView`], uses are noted on the whole allocation.
+///
+/// ```no_run
+/// use cuda_runtime::{DeviceBuffer, PinnedBuffer, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// let n = 1 << 20;
+/// let streams = [Stream::new()?, Stream::new()?];
+/// let host = PinnedBuffer::from_slice(&vec![1u32; n])?;
+/// let mut back = PinnedBuffer::<u32>::new(n)?;
+/// let mut dev = DeviceBuffer::<u32>::new(n)?;
+/// let half = n / 2;
+/// for (i, s) in streams.iter().enumerate() {
+///     let r = i * half..(i + 1) * half;
+///     dev.slice_mut(r.clone())?.copy_from_pinned_async(&host.slice(r.clone())?, s)?;
+///     dev.slice(r.clone())?.copy_to_pinned_async(&mut back.slice_mut(r)?, s)?;
+/// }
+/// assert!(back.as_slice()?.iter().all(|&x| x == 1)); // waits for both streams' copies
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct PinnedViewMut<'a, T: DeviceRepr> {
+    alloc: &'a Alloc,
+    offset: usize,
+    len: usize,
+    dptr: u64,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+/// The element range `range` of `len` elements of `alloc`, from element `base`, as a view's
+/// fields: (offset, len, device address).
+fn host_view<T>(
+    alloc: &Alloc,
+    base: usize,
+    len: usize,
+    range: impl std::ops::RangeBounds<usize>,
+) -> Result<(usize, usize, u64)> {
+    let (s, e) = super::device::resolve_range(range, len, "page-locked memory view")?;
+    let offset = base + s;
+    Ok((offset, e - s, alloc.ptr + (offset * size_of::<T>()) as u64))
+}
+
+impl<'a, T: DeviceRepr> PinnedView<'a, T> {
+    pub(crate) fn alloc_ref(&self) -> &'a Alloc {
+        self.alloc
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The view's elements, once no queued device work writes any part of the allocation.
+    /// Blocks until then.
+    pub fn as_slice(&self) -> Result<HostSlice<'a, T>> {
+        record(slice(self.alloc, self.offset, self.len))
+    }
+
+    /// A narrower view: `range` is relative to this view.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the range does not lie within the view.
+    pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<PinnedView<'a, T>> {
+        let (offset, len, dptr) = record(host_view::<T>(self.alloc, self.offset, self.len, range))?;
+        Ok(PinnedView {
+            alloc: self.alloc,
+            offset,
+            len,
+            dptr,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<'a, T: DeviceRepr> PinnedViewMut<'a, T> {
+    pub(crate) fn alloc_ref(&self) -> &'a Alloc {
+        self.alloc
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A narrower exclusive view: `range` is relative to this view.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the range does not lie within the view.
+    pub fn slice_mut(
+        &mut self,
+        range: impl std::ops::RangeBounds<usize>,
+    ) -> Result<PinnedViewMut<'_, T>> {
+        let (offset, len, dptr) = record(host_view::<T>(self.alloc, self.offset, self.len, range))?;
+        Ok(PinnedViewMut {
+            alloc: self.alloc,
+            offset,
+            len,
+            dptr,
+            _t: PhantomData,
+        })
+    }
+
+    /// Splits the view in two at element `mid` (`[0, mid)` and `[mid, len)`), both exclusive:
+    /// two chunks can then be handed to copies on different streams at once.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when `mid` exceeds the length.
+    pub fn split_at_mut(self, mid: usize) -> Result<(Self, Self)> {
+        if mid > self.len {
+            return record(Err(Error::OutOfRange {
+                what: "page-locked memory view split",
+                start: mid,
+                end: mid,
+                len: self.len,
+            }));
+        }
+        let right = PinnedViewMut {
+            alloc: self.alloc,
+            offset: self.offset + mid,
+            len: self.len - mid,
+            dptr: self.dptr + (mid * size_of::<T>()) as u64,
+            _t: PhantomData,
+        };
+        let left = PinnedViewMut { len: mid, ..self };
+        Ok((left, right))
+    }
+}
+
+/// `slice` / `slice_mut` for the owners of host-reachable memory. (Used by managed memory too.)
+macro_rules! host_view_ops {
+    () => {
+        /// A shared view of the elements in `range`: a source for asynchronous copies of part
+        /// of the memory (chunks copied on several streams). Its uses are noted on the whole
+        /// allocation, so CPU access to the buffer and its drop wait for every chunk.
+        ///
+        /// # Errors
+        /// [`Error::OutOfRange`] when the range does not lie within the memory.
+        pub fn slice(
+            &self,
+            range: impl std::ops::RangeBounds<usize>,
+        ) -> Result<$crate::memory::PinnedView<'_, T>> {
+            $crate::memory::host::view_of(
+                $crate::memory::host::range::HostRange::host_range(self).0,
+                self.len,
+                range,
+            )
+        }
+
+        /// An exclusive view of the elements in `range`: a destination for asynchronous
+        /// copies of part of the memory. Its uses are noted on the whole allocation.
+        ///
+        /// # Errors
+        /// [`Error::OutOfRange`] when the range does not lie within the memory.
+        pub fn slice_mut(
+            &mut self,
+            range: impl std::ops::RangeBounds<usize>,
+        ) -> Result<$crate::memory::PinnedViewMut<'_, T>> {
+            $crate::memory::host::view_mut_of(
+                $crate::memory::host::range::HostRange::host_range(self).0,
+                self.len,
+                range,
+            )
+        }
+    };
+}
+pub(crate) use host_view_ops;
+
+pub(crate) fn view_of<T: DeviceRepr>(
+    alloc: &Alloc,
+    len: usize,
+    range: impl std::ops::RangeBounds<usize>,
+) -> Result<PinnedView<'_, T>> {
+    let (offset, len, dptr) = record(host_view::<T>(alloc, 0, len, range))?;
+    Ok(PinnedView {
+        alloc,
+        offset,
+        len,
+        dptr,
+        _t: PhantomData,
+    })
+}
+
+/// The caller borrows the owner of `alloc` exclusively for the view's lifetime.
+pub(crate) fn view_mut_of<T: DeviceRepr>(
+    alloc: &Alloc,
+    len: usize,
+    range: impl std::ops::RangeBounds<usize>,
+) -> Result<PinnedViewMut<'_, T>> {
+    let (offset, len, dptr) = record(host_view::<T>(alloc, 0, len, range))?;
+    Ok(PinnedViewMut {
+        alloc,
+        offset,
+        len,
+        dptr,
+        _t: PhantomData,
+    })
+}
+
+impl<T: DeviceRepr> sealed::Sealed for PinnedView<'_, T> {
+    fn allocation(&self) -> &Alloc {
+        self.alloc
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.dptr
+    }
+}
+impl<T: DeviceRepr> sealed::Sealed for PinnedViewMut<'_, T> {
+    fn allocation(&self) -> &Alloc {
+        self.alloc
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.dptr
+    }
+}
+impl<T: DeviceRepr> DeviceRead<T> for PinnedView<'_, T> {
+    fn device_ptr(&self) -> u64 {
+        self.dptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+impl<T: DeviceRepr> DeviceRead<T> for PinnedViewMut<'_, T> {
+    fn device_ptr(&self) -> u64 {
+        self.dptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+impl<T: DeviceRepr> DeviceWrite<T> for PinnedViewMut<'_, T> {}
+impl<T: DeviceRepr> PageLocked<T> for PinnedView<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn host_ptr(&self) -> *const T {
+        host_side(self.alloc)
+            .host_ptr
+            .0
+            .cast::<T>()
+            .cast_const()
+            .wrapping_add(self.offset)
+    }
+}
+impl<T: DeviceRepr> PageLocked<T> for PinnedViewMut<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn host_ptr(&self) -> *const T {
+        host_side(self.alloc)
+            .host_ptr
+            .0
+            .cast::<T>()
+            .cast_const()
+            .wrapping_add(self.offset)
+    }
+}
+impl<T: DeviceRepr> PageLockedMut<T> for PinnedViewMut<'_, T> {}
+impl<T: DeviceRepr> range::HostRange for PinnedViewMut<'_, T> {
+    fn host_range(&self) -> (&Alloc, usize, usize) {
+        (self.alloc, self.offset, self.len)
+    }
+}
+impl<T: DeviceRepr> HostAccess<T> for PinnedViewMut<'_, T> {}
+
 fn check_flags(flags: u32, allowed: u32, call: &'static str) -> Result<()> {
     if flags & !allowed != 0 {
         return Err(Error::InvalidFlags {
@@ -505,10 +884,12 @@ pub struct PinnedBuffer<T: DeviceRepr> {
 }
 
 impl<T: DeviceRepr> PinnedBuffer<T> {
-    /// Allocates `len` zeroed elements of page-locked memory (`cudaMallocHost`): no flags.
+    /// Allocates `len` zeroed elements of page-locked memory (`cudaMallocHost`), page-locked
+    /// for every device ([`HostAllocFlags::PORTABLE`], as libcudart's `cudaMallocHost` memory
+    /// is): copies on any device's streams use it at full speed and asynchronously.
     #[doc(alias = "cudaMallocHost")]
     pub fn new(len: usize) -> Result<PinnedBuffer<T>> {
-        Self::with_flags(len, HostAllocFlags::empty())
+        Self::with_flags(len, HostAllocFlags::PORTABLE)
     }
 
     /// Allocates `len` zeroed elements of page-locked memory with `flags` (`cudaHostAlloc`).
@@ -696,13 +1077,13 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// [`Error::ContextDestroyed`] for write-combined memory after its device was reset; the
     /// error of the work waited for.
     pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
-        record(slice(&self.alloc, self.len))
+        record(slice(&self.alloc, 0, self.len))
     }
 
     /// The contents for writing, once no queued device work uses them. Blocks until then.
     pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
         // SAFETY: `self` is borrowed exclusively for the view.
-        record(unsafe { slice_mut(&self.alloc, self.len) })
+        record(unsafe { slice_mut(&self.alloc, 0, self.len) })
     }
 
     /// A copy of the contents.
@@ -714,6 +1095,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     pub fn synchronize(&self) -> Result<()> {
         record(host_side(&self.alloc).wait(&self.alloc.uses, true))
     }
+    host_view_ops!();
 }
 
 /// Memory the program owns, page-locked for a scope (`cudaHostRegister` /
@@ -884,7 +1266,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
 
     /// The contents, once no queued device work writes them.
     pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
-        record(slice(self.alloc, self.len))
+        record(slice(self.alloc, 0, self.len))
     }
 
     /// The contents for writing, once no queued device work uses them.
@@ -896,7 +1278,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
             host_side(self.alloc)
                 .check_writable("HostRegistration::as_mut_slice")
                 // SAFETY: `self` is borrowed exclusively for the view.
-                .and_then(|()| unsafe { slice_mut(self.alloc, self.len) }),
+                .and_then(|()| unsafe { slice_mut(self.alloc, 0, self.len) }),
         )
     }
 
@@ -904,6 +1286,7 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     pub fn synchronize(&self) -> Result<()> {
         record(host_side(self.alloc).wait(&self.alloc.uses, true))
     }
+    host_view_ops!();
 }
 
 macro_rules! host_traits {
@@ -933,6 +1316,13 @@ macro_rules! host_traits {
                 $crate::memory::host::host_side(&self.alloc).host_ptr.0.cast::<T>().cast_const()
             }
         }
+        impl<$($lt,)? T: DeviceRepr> $crate::memory::host::PageLockedMut<T> for $ty<$($lt,)? T> {}
+        impl<$($lt,)? T: DeviceRepr> $crate::memory::host::range::HostRange for $ty<$($lt,)? T> {
+            fn host_range(&self) -> (&Alloc, usize, usize) {
+                (&self.alloc, 0, self.len)
+            }
+        }
+        impl<$($lt,)? T: DeviceRepr> $crate::memory::host::HostAccess<T> for $ty<$($lt,)? T> {}
     };
 }
 
@@ -948,6 +1338,8 @@ const _: () = {
     send_sync::<HostRegistration<'static, f32>>();
     send_sync::<HostSlice<'static, f32>>();
     send_sync::<HostSliceMut<'static, f32>>();
+    send_sync::<PinnedView<'static, f32>>();
+    send_sync::<PinnedViewMut<'static, f32>>();
 };
 
 #[cfg(test)]

@@ -12,8 +12,9 @@ use crate::error::{record, Error, ErrorCode, Result};
 use crate::stream::Stream;
 use crate::Device;
 
-/// Which streams may use a managed allocation at first (`cudaMemAttachGlobal` /
-/// `cudaMemAttachHost`).
+/// Which streams may use managed memory (`cudaMemAttachGlobal` / `cudaMemAttachHost` /
+/// `cudaMemAttachSingle`): at allocation ([`ManagedBuffer::with_attach`], `Global` or `Host`),
+/// or from a point in a stream's order on ([`ManagedBuffer::attach_async`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MemAttach {
     /// Any stream of any device (`cudaMemAttachGlobal`).
@@ -23,6 +24,19 @@ pub enum MemAttach {
     /// concurrent managed access (all Pascal and newer GPUs on Linux) this only affects
     /// migration hints.
     Host,
+    /// Only the stream given to [`ManagedBuffer::attach_async`] (`cudaMemAttachSingle`); not
+    /// an allocation flag.
+    Single,
+}
+
+impl MemAttach {
+    fn raw(self) -> u32 {
+        match self {
+            MemAttach::Global => sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
+            MemAttach::Host => sys::CUmemAttach_flags::CU_MEM_ATTACH_HOST as u32,
+            MemAttach::Single => sys::CUmemAttach_flags::CU_MEM_ATTACH_SINGLE as u32,
+        }
+    }
 }
 
 /// A place managed memory can live (`cudaMemLocation`).
@@ -140,6 +154,14 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     }
 
     fn alloc(len: usize, attach: MemAttach) -> Result<ManagedBuffer<T>> {
+        if attach == MemAttach::Single {
+            // As libcudart: cudaMemAttachSingle is not an allocation flag.
+            return Err(Error::InvalidValue {
+                what: "cudaMallocManaged flags",
+                value: format!("{attach:?} ({:#x})", attach.raw()),
+                reason: "managed memory is allocated attached globally or to the host; attach                          it to one stream afterwards with ManagedBuffer::attach_async",
+            });
+        }
         let bytes = len
             .checked_mul(size_of::<T>())
             .ok_or_else(|| Error::InvalidValue {
@@ -189,10 +211,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 free,
             });
         }
-        let flags = match attach {
-            MemAttach::Global => sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
-            MemAttach::Host => sys::CUmemAttach_flags::CU_MEM_ATTACH_HOST as u32,
-        };
+        let flags = attach.raw();
         let mut ptr = 0u64;
         // SAFETY: the context is current; valid out-parameter; size checked against free memory.
         a.check(
@@ -247,13 +266,13 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     /// [`Error::ContextDestroyed`] after the owning device was reset; the error of the work
     /// waited for.
     pub fn as_slice(&self) -> Result<HostSlice<'_, T>> {
-        record(slice(&self.alloc, self.len))
+        record(slice(&self.alloc, 0, self.len))
     }
 
     /// The contents for writing, once no queued device work uses them.
     pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
         // SAFETY: `self` is borrowed exclusively for the view.
-        record(unsafe { slice_mut(&self.alloc, self.len) })
+        record(unsafe { slice_mut(&self.alloc, 0, self.len) })
     }
 
     /// A copy of the contents.
@@ -287,6 +306,42 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 a.check(
                     unsafe { sys::cuMemPrefetchAsync_v2(ptr, bytes, to.raw(), 0, raw) },
                     "cuMemPrefetchAsync",
+                )
+            })
+        })())
+    }
+
+    super::host::host_view_ops!();
+
+    /// Changes which streams may use the memory, in stream order on `stream`
+    /// (`cudaStreamAttachMemAsync` on the whole allocation, length 0): from that point on,
+    /// [`MemAttach::Single`] lets only `stream` use it (and the CPU, when `stream` is idle),
+    /// [`MemAttach::Host`] only the CPU, [`MemAttach::Global`] every stream. Does not block the
+    /// host; the attach is noted as a use, so CPU access afterwards waits for it.
+    ///
+    /// On the devices this crate gives managed memory to (with concurrent managed access), the
+    /// attachment changes where the driver migrates pages, not what is allowed: the CPU views
+    /// stay safe whatever the attachment.
+    ///
+    /// # Errors
+    /// `cudaErrorInvalidValue` from the driver for an attachment it refuses (such as
+    /// [`MemAttach::Single`] on the legacy default stream); [`Error::ContextDestroyed`] after a
+    /// reset of the memory's device.
+    #[doc(alias = "cudaStreamAttachMemAsync")]
+    pub fn attach_async(&self, stream: &Stream, attach: MemAttach) -> Result<()> {
+        record((|| {
+            if self.alloc.bytes == 0 {
+                return Ok(());
+            }
+            let lane = stream.lane()?;
+            let ptr = self.alloc.ptr;
+            let uses = [crate::queue::Use::device(&self.alloc, true)];
+            lane.submit("cudaStreamAttachMemAsync", &uses, |a, raw| {
+                // SAFETY: live managed allocation (length 0: the whole of it); live stream of
+                // the current context; flags from the enum.
+                a.check(
+                    unsafe { sys::cuStreamAttachMemAsync(raw, ptr, 0, attach.raw()) },
+                    "cuStreamAttachMemAsync",
                 )
             })
         })())

@@ -68,10 +68,16 @@ pub use array::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub(crate) use array::{ArrayInner, MipmappedInner, TexLimits};
 pub(crate) use device::sealed;
 pub(crate) use device::{Alloc, AllocKeep};
+
+/// The allocation behind memory of the crate's sealed memory traits (for other modules'
+/// submissions through the enqueue path).
+pub(crate) fn sealed_allocation<M: device::sealed::Sealed + ?Sized>(m: &M) -> &Alloc {
+    m.allocation()
+}
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
-    HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut, PageLocked,
-    PinnedBuffer,
+    HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
+    PageLocked, PageLockedMut, PinnedBuffer, PinnedView, PinnedViewMut,
 };
 pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};

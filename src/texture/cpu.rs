@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn empty_and_overflowing_shapes_are_errors_not_panics() {
         let d = TextureDesc::default();
-        let e = CpuTexture::new(&[] as &[f32], ArrayShape::D1 { width: 0 }, d.clone());
+        let e = CpuTexture::new(&[] as &[f32], ArrayShape::D1 { width: 0 }, d);
         assert!(matches!(e, Err(Error::InvalidValue { .. })), "{e:?}");
         let e = CpuTexture::new(
             &[0.0f32; 4],

@@ -13,13 +13,16 @@ mod common;
 mod device;
 mod driver_errors;
 mod graphs;
+mod host_chunks;
 mod host_memory;
 mod launch;
+mod library;
 mod memory;
 mod peer;
 mod pitched;
 mod safety;
 mod stream;
+mod symbols;
 mod texture;
 mod user_kernels;
 
@@ -81,13 +84,16 @@ fn main() {
         device::TESTS,
         driver_errors::TESTS,
         graphs::TESTS,
+        host_chunks::TESTS,
         host_memory::TESTS,
         launch::TESTS,
+        library::TESTS,
         memory::TESTS,
         peer::TESTS,
         pitched::TESTS,
         safety::TESTS,
         stream::TESTS,
+        symbols::TESTS,
         user_kernels::TESTS,
         texture::TESTS,
     ]

@@ -1,0 +1,526 @@
+//! Libraries: module images loaded once for every device (`cudaLibraryLoadData`,
+//! `cudaLibraryGetKernel`, `cudaLibraryGetGlobal`, `cudaLibraryUnload`), over the driver's
+//! context-independent `cuLibrary*` handles.
+//!
+//! A [`Library`] is not tied to a device or a context: the driver loads it into each context
+//! the first time one of its kernels or globals is used there, and into a device's fresh
+//! primary context after a reset. A [`Kernel`] launches on a stream of any device; the
+//! per-context function is resolved in the launching context (and cached per device until
+//! that device is reset). What *is* tied to one context — a [`Function`] taken with
+//! [`Kernel::function`], a [`Symbol`] taken with [`Library::global`] — fails with
+//! [`Error::ContextDestroyed`] after its device is reset, while the library goes on working
+//! on every device, the reset one included.
+//!
+//! Templated kernels are found by their readable name as well as by their mangled one:
+//! `library.kernel("scale<float>")`, or the whole signature as `c++filt` writes it.
+
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::context::{self, Active};
+use crate::demangle::{demangle, squeeze};
+use crate::driver::{self, sys, Raw};
+use crate::error::{record, Error, Result};
+use crate::launch::{self, LaunchConfig};
+use crate::module::{
+    check_args, classify_image, io_reason, load_library, ptx_c_string, submit_launch, Function,
+    ImageKind, KernelArg, ParamInfo,
+};
+use crate::stream::Stream;
+use crate::symbol::Symbol;
+use crate::DeviceRepr;
+
+struct LibraryInner {
+    raw: Raw<sys::CUlib_st>,
+    /// Every kernel: its mangled name, its demangled forms, and its handle.
+    kernels: Vec<Entry>,
+    /// Parameter sizes of each entry, when the library was PTX text.
+    ptx_entries: Vec<(String, Vec<usize>)>,
+}
+
+struct Entry {
+    name: String,
+    readable: Option<crate::demangle::Demangled>,
+    raw: Raw<sys::CUkern_st>,
+}
+
+impl Drop for LibraryInner {
+    fn drop(&mut self) {
+        // Kernels, functions and symbols of the library hold it, so nothing uses it any more.
+        // Unloading is context-independent: no context is entered.
+        // SAFETY: loaded by `Library::load`, unloaded once.
+        let r = driver::rc(unsafe { sys::cuLibraryUnload(self.raw.get()) });
+        if r != 0 {
+            if let Ok(d) = context::device_state(context::current_ordinal()) {
+                d.defer(
+                    "unloading a library",
+                    Error::from_driver(r, "cuLibraryUnload"),
+                );
+            }
+        }
+    }
+}
+
+/// A module image loaded for every device at once (`cudaLibrary_t` / `CUlibrary`).
+///
+/// ```no_run
+/// use cuda_runtime::{kernel_args, Device, DeviceBuffer, Library, LaunchConfig, Stream};
+/// # fn main() -> cuda_runtime::Result<()> {
+/// # let ptx = "";
+/// // template <typename T> __global__ void scale(T* data, size_t n, T factor);
+/// // template __global__ void scale<float>(float*, size_t, float);
+/// let lib = Library::from_ptx(ptx)?;
+/// let scale = lib.kernel("scale<float>")?; // or "_Z5scaleIfEvPT_mS0_"
+/// for d in 0..cuda_runtime::device_count()? {
+///     Device::new(d)?.set_current()?;
+///     let mut data = DeviceBuffer::from_slice(&[1.0f32, 2.0, 3.0])?;
+///     let stream = Stream::new()?;
+///     let cfg = LaunchConfig::for_elements(3, 128)?;
+///     // SAFETY: scale touches data[i] for i < n only, and n is the buffer's length.
+///     unsafe { scale.launch(&stream, &cfg, &kernel_args![&mut data, 3usize, 2.0f32]) }?;
+///     assert_eq!(data.to_vec()?, [2.0, 4.0, 6.0]);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Library {
+    inner: Arc<LibraryInner>,
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library")
+            .field("raw", &self.inner.raw.0)
+            .field("kernels", &self.inner.kernels.len())
+            .finish()
+    }
+}
+
+impl Library {
+    /// Loads PTX text for every device (`cudaLibraryLoadData`). The text is checked as by
+    /// [`Module::from_ptx`](crate::Module::from_ptx).
+    ///
+    /// # Errors
+    /// [`Error::InvalidModuleImage`] for text refused by those checks, [`Error::ModuleLoad`]
+    /// with the JIT's log for invalid PTX.
+    #[doc(alias = "cudaLibraryLoadData")]
+    pub fn from_ptx(ptx: &str) -> Result<Library> {
+        record(Library::load_ptx(ptx.as_bytes(), "PTX text"))
+    }
+
+    /// Loads a file of PTX text for every device (`cudaLibraryLoadFromFile`), as
+    /// [`from_ptx`](Self::from_ptx). Cubin and fatbin files are refused: read them and use the
+    /// `unsafe` [`from_image`](Self::from_image).
+    #[doc(alias = "cudaLibraryLoadFromFile")]
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Library> {
+        let path = path.as_ref();
+        record((|| {
+            let bytes = std::fs::read(path).map_err(|e| Error::InvalidValue {
+                what: "library file",
+                value: path.display().to_string(),
+                reason: io_reason(&e),
+            })?;
+            match classify_image(&bytes)? {
+                ImageKind::Ptx => Library::load_ptx(&bytes, &path.display().to_string()),
+                kind => Err(Error::InvalidValue {
+                    what: "library file",
+                    value: format!("{} ({})", path.display(), kind.name()),
+                    reason: "binaries load only through the unsafe Library::from_image",
+                }),
+            }
+        })())
+    }
+
+    /// Loads a module image for every device: PTX text, a cubin or a fatbin
+    /// (`cudaLibraryLoadData`), checked as by
+    /// [`Module::from_image`](crate::Module::from_image).
+    ///
+    /// # Errors
+    /// As [`Module::from_image`](crate::Module::from_image).
+    ///
+    /// # Safety
+    /// As [`Module::from_image`](crate::Module::from_image): a cubin or fatbin must be well
+    /// formed, every size, offset and index inside it staying inside `image`.
+    #[doc(alias = "cudaLibraryLoadData")]
+    pub unsafe fn from_image(image: &[u8]) -> Result<Library> {
+        record((|| match classify_image(image)? {
+            ImageKind::Ptx => Library::load_ptx(image, "library image"),
+            // SAFETY: a binary whose headers lie inside `image`; the rest is the caller's
+            // promise.
+            _ => unsafe { Library::load(image, Vec::new()) },
+        })())
+    }
+
+    fn load_ptx(image: &[u8], origin: &str) -> Result<Library> {
+        let (text, c) = ptx_c_string(image, origin)?;
+        let entries = crate::kernel_sig::parse_ptx_entries(text).unwrap_or_default();
+        // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
+        unsafe { Library::load(c.as_bytes_with_nul(), entries) }
+    }
+
+    /// # Safety
+    /// As `module::load_image`.
+    unsafe fn load(image: &[u8], ptx_entries: Vec<(String, Vec<usize>)>) -> Result<Library> {
+        // The runtime initialises itself (and the current device's context) on this call, as
+        // libcudart does; errors are noted on that device.
+        let a = context::enter_current()?;
+        // SAFETY: forwarded from the caller.
+        let raw = unsafe { load_library(&a, image) }?;
+        // Owned from here: an error below unloads it.
+        let mut inner = LibraryInner {
+            raw: Raw(raw),
+            kernels: Vec::new(),
+            ptx_entries,
+        };
+        inner.kernels = enumerate(&a, raw)?;
+        Ok(Library {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The raw handle (`cudaLibrary_t` / `CUlibrary`).
+    pub fn as_raw(&self) -> sys::CUlibrary {
+        self.inner.raw.0
+    }
+
+    /// The mangled names of the library's kernels (`cudaLibraryEnumerateKernels`), in the
+    /// driver's order.
+    #[doc(alias = "cudaLibraryEnumerateKernels")]
+    #[doc(alias = "cudaLibraryGetKernelCount")]
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.inner.kernels.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The kernel `name` (`cudaLibraryGetKernel`): its mangled or `extern "C"` name, or, for
+    /// a C++ (templated) kernel, its readable name with its template arguments
+    /// (`scale<float>`, `ns::add_k<unsigned int, 7>`) or its whole signature as `c++filt`
+    /// writes it (`void scale<float>(float*, unsigned long, float)`). Spaces do not matter.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when no kernel has that name; [`Error::InvalidValue`] listing the
+    /// candidates when a readable name without a parameter list fits several overloads.
+    #[doc(alias = "cudaLibraryGetKernel")]
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        record((|| {
+            let entry = self.find(name)?;
+            let known = self
+                .inner
+                .ptx_entries
+                .iter()
+                .find(|(n, _)| *n == entry.name)
+                .map(|(_, sizes)| sizes.as_slice());
+            let params = kernel_params(entry.raw.0, known)?;
+            Ok(Kernel {
+                inner: Arc::new(KernelInner {
+                    raw: entry.raw,
+                    name: entry.name.as_str().into(),
+                    readable: entry.readable.as_ref().map(|d| d.signature.as_str().into()),
+                    params: params.into(),
+                    cache: [const {
+                        Slot {
+                            generation: AtomicU64::new(0),
+                            func: AtomicPtr::new(std::ptr::null_mut()),
+                        }
+                    }; CACHED_DEVICES],
+                    library: self.inner.clone(),
+                }),
+            })
+        })())
+    }
+
+    fn find(&self, name: &str) -> Result<&Entry> {
+        let k = &self.inner.kernels;
+        if let Some(e) = k.iter().find(|e| e.name == name) {
+            return Ok(e);
+        }
+        let want = squeeze(name);
+        if let Some(e) = k.iter().find(|e| {
+            e.readable
+                .as_ref()
+                .is_some_and(|d| squeeze(&d.signature) == want)
+        }) {
+            return Ok(e);
+        }
+        let fits: Vec<&Entry> = k
+            .iter()
+            .filter(|e| {
+                e.readable
+                    .as_ref()
+                    .is_some_and(|d| squeeze(&d.name) == want)
+            })
+            .collect();
+        match fits.as_slice() {
+            [one] => Ok(one),
+            [] => Err(Error::NotFound {
+                what: "kernel",
+                name: name.to_string(),
+            }),
+            many => Err(Error::InvalidValue {
+                what: "kernel name",
+                value: format!(
+                    "{name} (fits {})",
+                    many.iter()
+                        .filter_map(|e| e.readable.as_ref().map(|d| d.signature.as_str()))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                reason: "several kernels have that name: give the whole signature or the \
+                         mangled name",
+            }),
+        }
+    }
+
+    /// A typed handle to the `__device__` or `__constant__` variable `name` on the current
+    /// device (`cudaLibraryGetGlobal`): each device has its own copy of the variable. The
+    /// symbol keeps the library loaded, and fails with [`Error::ContextDestroyed`] after a
+    /// reset of its device (take it again then).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown name, [`Error::SymbolSize`] when its size differs
+    /// from `size_of::<T>()`.
+    #[doc(alias = "cudaLibraryGetGlobal")]
+    pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Symbol<T>> {
+        record((|| {
+            let a = context::enter_current()?;
+            let cname = c_name(name, "symbol name")?;
+            let (mut ptr, mut size) = (0u64, 0usize);
+            // SAFETY: live library; NUL-terminated name; out-parameters; the global is taken in
+            // the current (entered) context.
+            let r = driver::rc(unsafe {
+                sys::cuLibraryGetGlobal(&mut ptr, &mut size, self.inner.raw.0, cname.as_ptr())
+            });
+            match r {
+                0 => {}
+                500 => {
+                    return Err(Error::NotFound {
+                        what: "symbol",
+                        name: name.to_string(),
+                    })
+                }
+                code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetGlobal"))),
+            }
+            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+            Symbol::checked(&a, ptr, size, name, Some(keep))
+        })())
+    }
+}
+
+fn c_name(name: &str, what: &'static str) -> Result<CString> {
+    CString::new(name).map_err(|_| Error::InvalidValue {
+        what,
+        value: name.to_string(),
+        reason: "contains a NUL byte",
+    })
+}
+
+/// Every kernel of `lib`, with its name and demangled forms.
+fn enumerate(a: &Active, lib: sys::CUlibrary) -> Result<Vec<Entry>> {
+    let mut count = 0u32;
+    // SAFETY: live library; valid out-parameter.
+    a.check(
+        unsafe { sys::cuLibraryGetKernelCount(&mut count, lib) },
+        "cuLibraryGetKernelCount",
+    )?;
+    let mut raws = vec![std::ptr::null_mut::<sys::CUkern_st>(); count as usize];
+    if count > 0 {
+        // SAFETY: room for `count` handles.
+        a.check(
+            unsafe { sys::cuLibraryEnumerateKernels(raws.as_mut_ptr(), count, lib) },
+            "cuLibraryEnumerateKernels",
+        )?;
+    }
+    raws.into_iter()
+        .map(|k| {
+            let mut p: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: a kernel of the live library; valid out-parameter.
+            a.check(
+                unsafe { sys::cuKernelGetName(&mut p, k) },
+                "cuKernelGetName",
+            )?;
+            if p.is_null() {
+                return Err(Error::InvalidValue {
+                    what: "cuKernelGetName",
+                    value: format!("{k:p}"),
+                    reason: "the driver gave no name",
+                });
+            }
+            // SAFETY: the driver's NUL-terminated name, valid while the library is loaded;
+            // copied at once.
+            let name = unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned();
+            let readable = demangle(&name);
+            Ok(Entry {
+                name,
+                readable,
+                raw: Raw(k),
+            })
+        })
+        .collect()
+}
+
+/// A kernel's parameters, asked of the driver without a context (`cuKernelGetParamInfo`):
+/// exactly `known.len()` of them when the PTX was read, otherwise until the driver reports an
+/// invalid index.
+fn kernel_params(k: sys::CUkernel, known: Option<&[usize]>) -> Result<Vec<ParamInfo>> {
+    let mut params = Vec::new();
+    loop {
+        if known.is_some_and(|n| params.len() == n.len()) {
+            return Ok(params);
+        }
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a kernel of a live library; valid out-parameters.
+        let r = driver::rc(unsafe {
+            sys::cuKernelGetParamInfo(k, params.len(), &mut offset, &mut size)
+        });
+        match r {
+            0 => params.push(ParamInfo { offset, size }),
+            1 if known.is_none() => return Ok(params),
+            code => return Err(Error::from_driver(code, "cuKernelGetParamInfo")),
+        }
+    }
+}
+
+const CACHED_DEVICES: usize = 16;
+
+/// The function of a kernel in one device's context, and the context's generation.
+struct Slot {
+    generation: AtomicU64,
+    func: AtomicPtr<sys::CUfunc_st>,
+}
+
+struct KernelInner {
+    raw: Raw<sys::CUkern_st>,
+    name: Arc<str>,
+    readable: Option<Arc<str>>,
+    params: Arc<[ParamInfo]>,
+    cache: [Slot; CACHED_DEVICES],
+    library: Arc<LibraryInner>,
+}
+
+/// A kernel of a [`Library`], usable on every device (`cudaKernel_t` / `CUkernel`). Keeps its
+/// library loaded. Cheap to clone.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<KernelInner>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .field("readable", &self.inner.readable)
+            .field("params", &self.inner.params)
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// The raw handle (`cudaKernel_t` / `CUkernel`).
+    pub fn as_raw(&self) -> sys::CUkernel {
+        self.inner.raw.0
+    }
+
+    /// The kernel's name as the image has it (mangled for C++ kernels).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The readable signature of a C++ kernel, as `c++filt` writes it
+    /// (`void scale<float>(float*, unsigned long, float)`); `None` for `extern "C"` kernels
+    /// and names the crate's demangler does not read.
+    pub fn readable_name(&self) -> Option<&str> {
+        self.inner.readable.as_deref()
+    }
+
+    /// The kernel's parameters (`cuKernelGetParamInfo`).
+    pub fn params(&self) -> &[ParamInfo] {
+        &self.inner.params
+    }
+
+    /// The kernel's function in the entered context `a`, loading the library there on first
+    /// use (`cuKernelGetFunction`).
+    #[inline]
+    fn resolve(&self, a: &Active) -> Result<sys::CUfunction> {
+        if let Some(slot) = self.inner.cache.get(a.dev.ordinal as usize) {
+            if slot.generation.load(Ordering::Acquire) == a.generation() {
+                return Ok(slot.func.load(Ordering::Relaxed));
+            }
+        }
+        self.resolve_slow(a)
+    }
+
+    #[cold]
+    fn resolve_slow(&self, a: &Active) -> Result<sys::CUfunction> {
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: a kernel of a live library (held by `self`); valid out-parameter; `a`'s
+        // context is current.
+        a.check(
+            unsafe { sys::cuKernelGetFunction(&mut f, self.inner.raw.0) },
+            "cuKernelGetFunction",
+        )?;
+        if let Some(slot) = self.inner.cache.get(a.dev.ordinal as usize) {
+            // The read guard in `a` excludes a reset, so no other generation is stored now.
+            slot.func.store(f, Ordering::Relaxed);
+            slot.generation.store(a.generation(), Ordering::Release);
+        }
+        Ok(f)
+    }
+
+    /// The kernel as a [`Function`] of the current device (`cudaGetFuncBySymbol` of a kernel;
+    /// `cuKernelGetFunction`), for attributes, occupancy and cooperative launches there. The
+    /// function keeps the library loaded, and fails with [`Error::ContextDestroyed`] after a
+    /// reset of its device (the kernel itself goes on working).
+    pub fn function(&self) -> Result<Function> {
+        record((|| {
+            let a = context::enter_current()?;
+            let f = self.resolve(&a)?;
+            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.library.clone();
+            let sizes: Vec<usize> = self.inner.params.iter().map(|p| p.size).collect();
+            Function::new(&a, f, &self.inner.name, Some(keep), Some(&sizes))
+        })())
+    }
+
+    /// Launches the kernel on `stream`, of any device (`cudaLaunchKernel` with a
+    /// `cudaKernel_t`): the library is loaded into the stream's context on first use there.
+    /// Does not block the host.
+    ///
+    /// The argument count and sizes are checked against the kernel's parameter list, and the
+    /// configuration against the device's limits, before anything is queued.
+    ///
+    /// # Errors
+    /// [`Error::KernelArguments`] for arguments that do not fit the parameters;
+    /// [`Error::ContextDestroyed`] for a stream made before a reset of its device.
+    ///
+    /// # Safety
+    /// As [`Function::launch`]: the arguments must have the types the kernel's parameters have,
+    /// the memory it reaches must stay valid and within bounds for its run, and memory passed
+    /// as a read must not be written.
+    #[doc(alias = "cudaLaunchKernel")]
+    pub unsafe fn launch(
+        &self,
+        stream: &Stream,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        record((|| {
+            check_args(&self.inner.name, &self.inner.params, args)?;
+            let call = "cudaLaunchKernel";
+            let lane = stream.lane_for_submit(call)?;
+            launch::validate(config, &lane.a.dev.launch_limits()?)?;
+            let f = self.resolve(&lane.a)?;
+            // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes checked
+            // above; `f` belongs to the lane's context.
+            unsafe { submit_launch(&lane, f, call, config, args, false) }
+        })())
+    }
+}
+
+// The raw handles inside are context-independent driver objects, used from any thread.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Library>();
+    send_sync::<Kernel>();
+};

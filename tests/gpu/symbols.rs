@@ -1,0 +1,207 @@
+//! Module globals: arrays of any length, partial copies (offset and count), and truly
+//! asynchronous copies from and to page-locked memory.
+
+use crate::common::{assert_same, rng};
+use crate::host_chunks::stall;
+use cuda_runtime::{
+    kernel_args, DeviceBuffer, Error, ErrorCode, HostRegisterFlags, HostRegistration, LaunchConfig,
+    Library, PinnedBuffer, Stream, StreamFlags, Symbol,
+};
+
+crate::tests![
+    array_symbols_of_any_length_with_partial_copies,
+    symbol_copies_with_page_locked_memory_are_asynchronous,
+];
+
+const PTX: &str = include_str!("kernels/library.ptx");
+const N: usize = 6976;
+
+/// The table as a kernel sees it (`gather_table`), not only as copies read it.
+fn gathered(lib: &Library, s: &Stream) -> Vec<i32> {
+    let k = lib.kernel("gather_table").unwrap();
+    let mut out = DeviceBuffer::<i32>::new(N).unwrap();
+    out.fill(-1).unwrap();
+    // SAFETY: gather_table(int* out, size_t n) writes out[i] for i < n only.
+    unsafe {
+        k.launch(
+            s,
+            &LaunchConfig::for_elements(N, 128).unwrap(),
+            &kernel_args![&mut out, N],
+        )
+    }
+    .unwrap();
+    out.to_vec().unwrap()
+}
+
+/// `Symbol<[i32; 6976]>` (no bytemuck feature asked of the user): whole and partial copies
+/// at random offsets, synchronous and in stream order, against a host model of the table;
+/// ranges that do not fit are errors with their values and change nothing.
+fn array_symbols_of_any_length_with_partial_copies() {
+    let mut r = rng();
+    let lib = Library::from_ptx(PTX).unwrap();
+    let table: Symbol<[i32; N]> = lib.global("table").unwrap();
+    assert_eq!((table.len(), table.size()), (N, 4 * N));
+    let mut model = [0i32; N];
+    model.iter_mut().for_each(|x| *x = r.i32(..));
+    table.copy_from_host(&model).unwrap();
+    let s = Stream::new().unwrap();
+    for round in 0..40 {
+        let start = r.usize(..N);
+        let count = r.usize(..=N - start);
+        let vals: Vec<i32> = (0..count).map(|_| r.i32(..)).collect();
+        if round % 2 == 0 {
+            table.copy_from_host_at(start, &vals).unwrap();
+        } else {
+            table.copy_from_host_at_async(start, &vals, &s).unwrap();
+        }
+        model[start..start + count].copy_from_slice(&vals);
+        let (a, b) = (r.usize(..N), r.usize(..N));
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut part = vec![0x5A5A_5A5Ai32; hi - lo];
+        if round % 3 == 0 {
+            table.copy_to_host_at_async(lo, &mut part, &s).unwrap();
+        } else {
+            table.copy_to_host_at(lo, &mut part).unwrap();
+        }
+        assert_same(
+            &format!("round {round}: elements {lo}..{hi}"),
+            &part,
+            &model[lo..hi],
+        );
+    }
+    assert_same("the whole table", &table.copy_to_host().unwrap(), &model);
+    assert_same(
+        "the table as the kernel reads it",
+        &gathered(&lib, &s),
+        &model,
+    );
+    // Ranges that do not fit.
+    let e = table.copy_from_host_at(N - 6, &[1; 10]).unwrap_err();
+    assert_eq!(
+        e,
+        Error::OutOfRange {
+            what: "cudaMemcpyToSymbol range",
+            start: N - 6,
+            end: N + 4,
+            len: N
+        }
+    );
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    let mut big = vec![0; 2];
+    let e = table.copy_to_host_at(usize::MAX, &mut big).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: usize::MAX,
+                len: N,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = table.copy_from_host_at_async(N + 1, &[], &s).unwrap_err();
+    assert!(
+        matches!(e, Error::OutOfRange { start, .. } if start == N + 1),
+        "{e}"
+    );
+    table.copy_from_host_at(N, &[]).unwrap();
+    assert_same(
+        "unchanged by refused copies",
+        &table.copy_to_host().unwrap(),
+        &model,
+    );
+    // The wrong size for the variable is refused at lookup.
+    assert!(matches!(
+        lib.global::<[i32; N - 1]>("table"),
+        Err(Error::SymbolSize { symbol_size, host_size, .. }) if symbol_size == 4 * N && host_size == 4 * (N - 1)
+    ));
+}
+
+/// Copies between a symbol and page-locked memory return before the copy runs (the stream is
+/// stalled behind a spinning kernel), and the page-locked side's CPU access and drop wait for
+/// them; chunks of a buffer go to parts of the table.
+fn symbol_copies_with_page_locked_memory_are_asynchronous() {
+    let mut r = rng();
+    let lib = Library::from_ptx(PTX).unwrap();
+    let table: Symbol<[i32; N]> = lib.global("table").unwrap();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut model = [0i32; N];
+    table.copy_from_host(&model).unwrap();
+
+    // From a chunk of page-locked memory into part of the table.
+    let vals: Vec<i32> = (0..N).map(|_| r.i32(..)).collect();
+    let mut src = PinnedBuffer::from_slice(&vals).unwrap();
+    let (lo, hi) = (1000, 5000);
+    stall(&s, 100);
+    table
+        .copy_from_pinned_at_async(lo - 10, &src.slice(lo..hi).unwrap(), &s)
+        .unwrap();
+    assert!(!s.query().unwrap(), "the copy waited for the stream");
+    model[lo - 10..hi - 10].copy_from_slice(&vals[lo..hi]);
+    // Writing the source from the CPU waits for the copy's read of it.
+    src.as_mut_slice().unwrap().fill(0);
+    assert!(s.query().unwrap(), "a CPU write passed the queued copy");
+    assert_same("table after the async copy", &gathered(&lib, &s), &model);
+
+    // From part of the table into a chunk of page-locked memory.
+    let mut out = PinnedBuffer::<i32>::new(N).unwrap();
+    out.as_mut_slice().unwrap().fill(-7);
+    stall(&s, 100);
+    table
+        .copy_to_pinned_at_async(lo - 10, &mut out.slice_mut(0..hi - lo).unwrap(), &s)
+        .unwrap();
+    assert!(!s.query().unwrap(), "the copy waited for the stream");
+    let got = out.as_slice().unwrap();
+    assert_same(
+        "read into page-locked memory",
+        &got[..hi - lo],
+        &vals[lo..hi],
+    );
+    assert!(got[hi - lo..].iter().all(|&x| x == -7));
+    drop(got);
+
+    // Dropped while a copy into it is queued: the drop waits for it.
+    let mut gone = PinnedBuffer::<i32>::new(N).unwrap();
+    stall(&s, 100);
+    table.copy_to_pinned_at_async(0, &mut gone, &s).unwrap();
+    drop(gone);
+    assert!(
+        s.query().unwrap(),
+        "the drop returned before the copy into it ran"
+    );
+
+    // A whole-symbol copy of one element, and the element-count check.
+    let coeffs: Symbol<[f32; 4]> = lib.global("coeffs").unwrap();
+    let c = [r.f32(), r.f32(), -r.f32(), 2.0];
+    let one = PinnedBuffer::from_slice(&[c]).unwrap();
+    coeffs.copy_from_pinned_async(&one, &s).unwrap();
+    let mut back = PinnedBuffer::<[f32; 4]>::new(1).unwrap();
+    coeffs.copy_to_pinned_async(&mut back, &s).unwrap();
+    assert_eq!(back.as_slice().unwrap()[0], c);
+    let two = PinnedBuffer::<[f32; 4]>::new(2).unwrap();
+    let e = coeffs.copy_from_pinned_async(&two, &s).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 1,
+                actual: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = table
+        .copy_from_pinned_at_async(N - 1, &src.slice(0..2).unwrap(), &s)
+        .unwrap_err();
+    assert!(matches!(e, Error::OutOfRange { len: N, .. }), "{e}");
+    // A read-only registration is not a destination.
+    let host = vec![0i32; 16];
+    HostRegistration::with_read_only(&host, HostRegisterFlags::empty(), |reg| {
+        let e = table.copy_to_pinned_at_async(0, reg, &s).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    })
+    .unwrap();
+    assert!(host.iter().all(|&x| x == 0));
+}
