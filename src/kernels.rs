@@ -57,7 +57,9 @@
 //!   correct. Texture fetches never fault (coordinates outside are addressed by the texture's
 //!   modes; linear fetches outside read zero), and surface accesses use
 //!   `cudaBoundaryModeZero`: outside the surface a write is dropped and a read gives zero,
-//!   whatever width and height are passed. Texture and surface parameters take the crate's
+//!   whatever width and height are passed (up to 536870911 texels wide: byte offsets are ints,
+//!   so wider is refused by the wrappers; `stream_texture` likewise takes at most 2^31 texels).
+//!   Texture and surface parameters take the crate's
 //!   [`TextureObject`](crate::TextureObject) and [`SurfaceObject`](crate::SurfaceObject),
 //!   whose uses (of the object and of the memory behind it) the launch notes.
 //! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
@@ -185,6 +187,8 @@ mod tests {
     #[test]
     fn every_kernel_is_audited_and_declares_its_preconditions() {
         const BLOCK_32X8: &[&str] = &["block = (32, 8, 1)"];
+        // Surface byte offsets and texel indices are ints in these kernels.
+        const SURFACE_WIDTH: &[&str] = &["width <= 536870911"];
         let expected: &[(&str, &[&str])] = &[
             ("poly_eval", &[]),
             ("scale_through_pointer", &[]), // unsafe
@@ -217,12 +221,12 @@ mod tests {
             ("sample_cubemap_layered", &[]),
             ("gather_2d", &[]),
             ("sample_2d_lod", &[]),
-            ("surf_write_2d", &[]),
-            ("surf_scale_2d", &[]),
-            ("surf_write_2d_layered", &[]),
-            ("surf_write_cubemap", &[]),
+            ("surf_write_2d", SURFACE_WIDTH),
+            ("surf_scale_2d", SURFACE_WIDTH),
+            ("surf_write_2d_layered", SURFACE_WIDTH),
+            ("surf_write_cubemap", SURFACE_WIDTH),
             ("rotate", &[]),
-            ("stream_texture", &[]),
+            ("stream_texture", &["n4 <= 2147483648"]),
             ("stream_global", &[]),
             ("mix_repeat", &[]),
         ];
