@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Covered functions at the last count, graphics interop excluded.
-const FLOOR: usize = 96;
+const FLOOR: usize = 124;
 
 fn table_names(readme: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -71,6 +71,7 @@ fn runtime_functions_with_a_readme_row() {
         "cudaArrayCubemap",
         "cudaArraySurfaceLoadStore",
         "cudaArrayTextureGather",
+        "cudaKernel_t",
     ];
     let unknown: Vec<_> = rows
         .iter()
