@@ -28,6 +28,7 @@ mod errors;
 mod event;
 mod func;
 mod graph;
+mod library;
 pub(crate) mod memory;
 mod pools;
 mod props;

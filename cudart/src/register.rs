@@ -48,7 +48,7 @@ static FUNCS: RwLock<Option<HashMap<usize, &'static Func>>> = RwLock::new(None);
 static VARS: RwLock<Option<HashMap<usize, &'static Var>>> = RwLock::new(None);
 static MANAGED: Mutex<Vec<Managed>> = Mutex::new(Vec::new());
 /// Kernel handles handed out by `__cudaGetKernel` (launchable as `cudaKernel_t`).
-static KERNELS: RwLock<Option<HashMap<usize, ()>>> = RwLock::new(None);
+pub(crate) static KERNELS: RwLock<Option<HashMap<usize, ()>>> = RwLock::new(None);
 
 fn c_string(p: *const c_char) -> CString {
     if p.is_null() {
