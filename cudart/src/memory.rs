@@ -401,6 +401,32 @@ fn copy_2d(
     }
 }
 
+/// After a synchronous call's work was queued on the per-thread stream (`_ptds`): waits for it.
+pub(crate) fn then_sync_per_thread(r: cudaError_t) -> cudaError_t {
+    if r != 0 {
+        return r;
+    }
+    let s = stream_of(std::ptr::null_mut(), true);
+    // SAFETY: the calling thread's per-thread stream.
+    driver("cuStreamSynchronize", || unsafe {
+        sys::cuStreamSynchronize(s)
+    })
+}
+
+export! {
+    /// `cudaMemcpy2DAsync` with stream 0 as the per-thread stream.
+    fn cudaMemcpy2DAsync_ptsz(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        copy_2d(dst, dpitch, src, spitch, width, height, kind, Some((stream, true)))
+    }
+}
+
+export! {
+    /// `cudaMemcpy2D` on the per-thread default stream.
+    fn cudaMemcpy2D_ptds(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
+        then_sync_per_thread(copy_2d(dst, dpitch, src, spitch, width, height, kind, Some((std::ptr::null_mut(), true))))
+    }
+}
+
 export! {
     /// `cudaMemcpy2D` (bytes, pitches in bytes).
     fn cudaMemcpy2D(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
@@ -415,18 +441,43 @@ export! {
     }
 }
 
+fn memset_2d(
+    p: *mut c_void,
+    pitch: usize,
+    value: i32,
+    width: usize,
+    height: usize,
+    pt: bool,
+) -> cudaError_t {
+    if width > pitch {
+        return code(Err(fail(ErrorCode::InvalidValue, "cudaMemset2D")));
+    }
+    if width == 0 || height == 0 {
+        return 0;
+    }
+    if pt {
+        let s = stream_of(std::ptr::null_mut(), true);
+        // SAFETY: the caller's pitched allocation, on the per-thread stream.
+        return then_sync_per_thread(driver("cuMemsetD2D8Async", || unsafe {
+            sys::cuMemsetD2D8Async(dptr(p), pitch, value as u8, width, height, s)
+        }));
+    }
+    // SAFETY: the caller's pitched allocation (the driver checks it).
+    driver("cuMemsetD2D8", || unsafe {
+        sys::cuMemsetD2D8_v2(dptr(p), pitch, value as u8, width, height)
+    })
+}
+
 export! {
     /// `cudaMemset2D` (bytes).
     fn cudaMemset2D(devPtr: *mut c_void, pitch: usize, value: i32, width: usize, height: usize) -> cudaError_t {
-        if width > pitch {
-            return code(Err(fail(ErrorCode::InvalidValue, "cudaMemset2D")));
-        }
-        if width == 0 || height == 0 {
-            return 0;
-        }
-        // SAFETY: the caller's pitched allocation (the driver checks it).
-        driver("cuMemsetD2D8", || unsafe {
-            sys::cuMemsetD2D8_v2(dptr(devPtr), pitch, value as u8, width, height)
-        })
+        memset_2d(devPtr, pitch, value, width, height, false)
+    }
+}
+
+export! {
+    /// `cudaMemset2D` on the per-thread default stream.
+    fn cudaMemset2D_ptds(devPtr: *mut c_void, pitch: usize, value: i32, width: usize, height: usize) -> cudaError_t {
+        memset_2d(devPtr, pitch, value, width, height, true)
     }
 }

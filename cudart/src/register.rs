@@ -704,3 +704,31 @@ mod layout {
         assert_eq!(std::mem::size_of::<super::cudaLaunchConfig_t>(), 56);
     }
 }
+
+export! {
+    /// `cudaMemcpyToSymbol` on the per-thread default stream.
+    fn cudaMemcpyToSymbol_ptds(symbol_: *const c_void, src: *const c_void, count: usize, offset: usize, kind: i32) -> cudaError_t {
+        crate::memory::then_sync_per_thread(symbol_copy(true, symbol_, src as *mut c_void, count, offset, kind, Some((std::ptr::null_mut(), true))))
+    }
+}
+
+export! {
+    /// `cudaMemcpyFromSymbol` on the per-thread default stream.
+    fn cudaMemcpyFromSymbol_ptds(dst: *mut c_void, symbol_: *const c_void, count: usize, offset: usize, kind: i32) -> cudaError_t {
+        crate::memory::then_sync_per_thread(symbol_copy(false, symbol_, dst, count, offset, kind, Some((std::ptr::null_mut(), true))))
+    }
+}
+
+export! {
+    /// `cudaMemcpyToSymbolAsync` with stream 0 as the per-thread stream.
+    fn cudaMemcpyToSymbolAsync_ptsz(symbol_: *const c_void, src: *const c_void, count: usize, offset: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        symbol_copy(true, symbol_, src as *mut c_void, count, offset, kind, Some((stream, true)))
+    }
+}
+
+export! {
+    /// `cudaMemcpyFromSymbolAsync` with stream 0 as the per-thread stream.
+    fn cudaMemcpyFromSymbolAsync_ptsz(dst: *mut c_void, symbol_: *const c_void, count: usize, offset: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
+        symbol_copy(false, symbol_, dst, count, offset, kind, Some((stream, true)))
+    }
+}

@@ -216,3 +216,61 @@ export! {
         })
     }
 }
+
+export! {
+    /// `cudaStreamAddCallback` with stream 0 as the per-thread stream.
+    fn cudaStreamAddCallback_ptsz(stream: cudaStream_t, callback: cudaStreamCallback_t, userData: *mut std::ffi::c_void, flags: u32) -> cudaError_t {
+        if flags != 0 || callback.is_none() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaStreamAddCallback")));
+        }
+        // SAFETY: as in `cudaStreamAddCallback`.
+        let cb: sys::CUstreamCallback = unsafe { std::mem::transmute(callback) };
+        // SAFETY: the caller's callback and data; the per-thread stream or the caller's.
+        driver("cuStreamAddCallback", || unsafe {
+            sys::cuStreamAddCallback(stream_of(stream, true), cb, userData, 0)
+        })
+    }
+}
+
+export! {
+    /// `cudaStreamAttachMemAsync` with stream 0 as the per-thread stream.
+    fn cudaStreamAttachMemAsync_ptsz(stream: cudaStream_t, devPtr: *mut std::ffi::c_void, length: usize, flags: u32) -> cudaError_t {
+        // SAFETY: the caller's managed allocation and stream.
+        driver("cuStreamAttachMemAsync", || unsafe {
+            sys::cuStreamAttachMemAsync(stream_of(stream, true), crate::dptr(devPtr), length, flags)
+        })
+    }
+}
+
+export! {
+    /// `cudaStreamGetFlags` with stream 0 as the per-thread stream.
+    fn cudaStreamGetFlags_ptsz(hStream: cudaStream_t, flags: *mut u32) -> cudaError_t {
+        if flags.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaStreamGetFlags")));
+        }
+        // SAFETY: the caller's out-parameter and stream.
+        driver("cuStreamGetFlags", || unsafe { sys::cuStreamGetFlags(stream_of(hStream, true), flags) })
+    }
+}
+
+export! {
+    /// `cudaStreamGetPriority` with stream 0 as the per-thread stream.
+    fn cudaStreamGetPriority_ptsz(hStream: cudaStream_t, priority: *mut i32) -> cudaError_t {
+        if priority.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaStreamGetPriority")));
+        }
+        // SAFETY: the caller's out-parameter and stream.
+        driver("cuStreamGetPriority", || unsafe { sys::cuStreamGetPriority(stream_of(hStream, true), priority) })
+    }
+}
+
+export! {
+    /// `cudaStreamGetId` with stream 0 as the per-thread stream.
+    fn cudaStreamGetId_ptsz(hStream: cudaStream_t, streamId: *mut u64) -> cudaError_t {
+        if streamId.is_null() {
+            return code(Err(fail(ErrorCode::InvalidValue, "cudaStreamGetId")));
+        }
+        // SAFETY: the caller's out-parameter and stream.
+        driver("cuStreamGetId", || unsafe { sys::cuStreamGetId(stream_of(hStream, true), streamId) })
+    }
+}

@@ -123,6 +123,7 @@ fn array_copy_2d(
     width: usize,
     height: usize,
     kind: i32,
+    per_thread: bool,
 ) -> cudaError_t {
     let call = if to_array {
         "cudaMemcpy2DToArray"
@@ -159,6 +160,13 @@ fn array_copy_2d(
     }
     p.WidthInBytes = width;
     p.Height = height;
+    if per_thread {
+        let s = crate::stream_of(std::ptr::null_mut(), true);
+        // SAFETY: as below, on the per-thread stream.
+        return crate::memory::then_sync_per_thread(driver("cuMemcpy2DAsync", || unsafe {
+            sys::cuMemcpy2DAsync_v2(&p, s)
+        }));
+    }
     // SAFETY: the caller's array and memory; the driver checks the region against the array.
     driver("cuMemcpy2D", || unsafe { sys::cuMemcpy2DUnaligned_v2(&p) })
 }
@@ -166,14 +174,28 @@ fn array_copy_2d(
 export! {
     /// `cudaMemcpy2DToArray` (offset `wOffset` bytes, `hOffset` rows; widths in bytes).
     fn cudaMemcpy2DToArray(dst: cudaArray_t, wOffset: usize, hOffset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
-        array_copy_2d(dst, true, wOffset, hOffset, src, spitch, width, height, kind)
+        array_copy_2d(dst, true, wOffset, hOffset, src, spitch, width, height, kind, false)
+    }
+}
+
+export! {
+    /// `cudaMemcpy2DToArray` on the per-thread default stream.
+    fn cudaMemcpy2DToArray_ptds(dst: cudaArray_t, wOffset: usize, hOffset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
+        array_copy_2d(dst, true, wOffset, hOffset, src, spitch, width, height, kind, true)
     }
 }
 
 export! {
     /// `cudaMemcpy2DFromArray`.
     fn cudaMemcpy2DFromArray(dst: *mut c_void, dpitch: usize, src: cudaArray_t, wOffset: usize, hOffset: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
-        array_copy_2d(src, false, wOffset, hOffset, dst, dpitch, width, height, kind)
+        array_copy_2d(src, false, wOffset, hOffset, dst, dpitch, width, height, kind, false)
+    }
+}
+
+export! {
+    /// `cudaMemcpy2DFromArray` on the per-thread default stream.
+    fn cudaMemcpy2DFromArray_ptds(dst: *mut c_void, dpitch: usize, src: cudaArray_t, wOffset: usize, hOffset: usize, width: usize, height: usize, kind: i32) -> cudaError_t {
+        array_copy_2d(src, false, wOffset, hOffset, dst, dpitch, width, height, kind, true)
     }
 }
 
