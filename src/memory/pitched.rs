@@ -719,6 +719,29 @@ fn copy_impl<T: DeviceRepr>(
             "the copy's destination array (texels, rows, layers)",
         )?;
     }
+    // The same array on both sides (two handles to one mipmap level can exist): overlapping
+    // regions are undefined for the driver's copy, so they are refused.
+    if let (Base::Array(s_raw, _, _), Base::Array(d_raw, _, _)) = (src.base(), dst.base()) {
+        let overlap =
+            |a: usize, b: usize, n: usize| a < b.saturating_add(n) && b < a.saturating_add(n);
+        if s_raw == d_raw
+            && p.extent.width > 0
+            && p.extent.height > 0
+            && p.extent.depth > 0
+            && overlap(p.src_pos.x, p.dst_pos.x, p.extent.width)
+            && overlap(p.src_pos.y, p.dst_pos.y, p.extent.height)
+            && overlap(p.src_pos.z, p.dst_pos.z, p.extent.depth)
+        {
+            return Err(Error::InvalidValue {
+                what: "copy between two regions of one array",
+                value: format!(
+                    "source at {:?}, destination at {:?}, extent {:?}",
+                    p.src_pos, p.dst_pos, p.extent
+                ),
+                reason: "the regions overlap, and an overlapping copy is undefined",
+            });
+        }
+    }
     let (sl, dl) = (src.layout(), dst.layout());
     let sr = region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
     let dr = region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;

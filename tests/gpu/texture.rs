@@ -38,6 +38,7 @@ crate::tests![
     dropping_textures_and_arrays_under_queued_kernels_is_safe,
     array_drops_beside_stream_ordered_allocations_do_not_hang,
     user_launch_with_a_texture_keeps_it_until_the_kernel_ran,
+    overlapping_copies_within_one_mipmap_level_are_refused,
 ];
 
 /// Child processes of this module (see `main.rs`).
@@ -1412,4 +1413,46 @@ fn user_launch_with_a_texture_keeps_it_until_the_kernel_ran() {
     drop(decoy_tex);
     let errors = Device::current().unwrap().take_deferred_errors();
     assert!(errors.is_empty(), "deferred errors: {errors:?}");
+}
+
+/// Two handles to one mipmap level (review finding): a copy between overlapping regions of the
+/// same array is refused (undefined for the driver), a disjoint one works and is checked.
+fn overlapping_copies_within_one_mipmap_level_are_refused() {
+    let mut r = rng();
+    let (w, h) = (64usize, 64usize);
+    let mip = MipmappedArray::<f32>::new(
+        ArrayShape::D2 {
+            width: w,
+            height: h,
+        },
+        2,
+        ArrayFlags::empty(),
+    )
+    .unwrap();
+    let mut a = mip.level(0).unwrap();
+    let b = mip.level(0).unwrap();
+    let data = random_texels::<f32>(&mut r, w * h);
+    a.copy_from_host(&data).unwrap();
+    let e = copy_3d(
+        &mut a,
+        &b,
+        &Copy3D::new(Extent::d2(32, 32)).dst_pos(Pos::new(1, 1, 0)),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    assert_same("after the refused copy", &b.to_vec().unwrap(), &data);
+    // Disjoint: the left half's top 32 rows copied to the right half.
+    copy_3d(
+        &mut a,
+        &b,
+        &Copy3D::new(Extent::d2(32, 32)).dst_pos(Pos::new(32, 0, 0)),
+    )
+    .unwrap();
+    let mut want = data.clone();
+    for y in 0..32 {
+        for x in 0..32 {
+            want[y * w + 32 + x] = data[y * w + x];
+        }
+    }
+    assert_same("after the disjoint copy", &b.to_vec().unwrap(), &want);
 }
