@@ -363,6 +363,9 @@ pub(crate) fn texture_desc(
             ]
             .iter()
             .all(|v| v.is_finite());
+            // The driver gets the max clamp limited to the last level: the min is checked
+            // against that (review finding: 10 with 5 levels passed, min 10 > max 4).
+            max_clamp = max_clamp.min((levels.max(1) - 1) as f32);
             if !finite || min_mipmap_level_clamp < 0.0 || min_mipmap_level_clamp > max_clamp {
                 return Err(bad(
                     inval,
@@ -370,10 +373,9 @@ pub(crate) fn texture_desc(
                     format!(
                         "bias {mipmap_level_bias}, clamps {min_mipmap_level_clamp}..{max_mipmap_level_clamp}"
                     ),
-                    "finite, with 0 <= min clamp <= max clamp",
+                    "finite, with 0 <= min clamp <= max clamp (at most the last level)",
                 ));
             }
-            max_clamp = max_clamp.min((levels.max(1) - 1) as f32);
         }
         _ => {
             let default_max = max_mipmap_level_clamp == f32::MAX || max_mipmap_level_clamp == 0.0;
