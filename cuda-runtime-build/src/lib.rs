@@ -32,8 +32,9 @@
 //! by value.
 //!
 //! A safe wrapper accepts every launch shape the device accepts and any argument values, so a
-//! kernel must be correct for all of them, or declare what it needs in the comment lines right
-//! above it; the wrapper then refuses every other launch with
+//! kernel must be correct for all of them — and for any values of its module's `__device__` and
+//! `__constant__` variables, which safe code can set through `Symbol` — or declare what it
+//! needs in the comment lines right above it; the wrapper then refuses every other launch with
 //! `Error::KernelPrecondition` before anything is borrowed or queued:
 //!
 //! ```text
