@@ -21,11 +21,18 @@ pub(crate) struct Demangled {
 /// Demangles `mangled` (`_Z...`), or `None` when it is not a name this demangler reads.
 pub(crate) fn demangle(mangled: &str) -> Option<Demangled> {
     let rest = mangled.strip_prefix("_Z")?;
+    // Names come from the user's PTX: bounded input, recursion and output (a crafted name
+    // otherwise overflowed the stack or grew exponentially through substitutions).
+    if rest.len() > MAX_INPUT {
+        return None;
+    }
     let mut p = Parser {
         s: rest.as_bytes(),
         pos: 0,
         subs: Vec::new(),
         params: Vec::new(),
+        depth: 0,
+        produced: 0,
     };
     let (name, template) = p.name()?;
     let ret = if template { Some(p.ty()?) } else { None };
@@ -53,7 +60,18 @@ pub(crate) fn squeeze(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+/// Longest mangled name read (the longest kernel names of template libraries are a few KB).
+const MAX_INPUT: usize = 64 << 10;
+/// Deepest nesting of types read.
+const MAX_DEPTH: usize = 256;
+/// Most bytes of demangled text produced for one name, substitutions included.
+const MAX_OUTPUT: usize = 1 << 20;
+
 struct Parser<'a> {
+    /// Current nesting of types.
+    depth: usize,
+    /// Bytes of types produced so far.
+    produced: usize,
     s: &'a [u8],
     pos: usize,
     /// Substitution candidates, in the order the ABI numbers them (`S_`, `S0_`, `S1_`...).
@@ -257,12 +275,25 @@ impl Parser<'_> {
                 };
                 idx = idx.checked_mul(36)?.checked_add(d)?;
             }
-            idx += 1;
+            idx = idx.checked_add(1)?;
         }
         self.subs.get(idx).cloned()
     }
 
+    /// A type, within the depth and output limits.
     fn ty(&mut self) -> Option<String> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let t = self.ty_inner();
+        self.depth -= 1;
+        let t = t?;
+        self.produced = self.produced.checked_add(t.len())?;
+        (self.produced <= MAX_OUTPUT).then_some(t)
+    }
+
+    fn ty_inner(&mut self) -> Option<String> {
         let c = self.peek()?;
         if let Some(b) = builtin(c) {
             self.pos += 1;
@@ -306,7 +337,7 @@ impl Parser<'_> {
                     if !self.eat(b'_') {
                         return None;
                     }
-                    n + 1
+                    n.checked_add(1)?
                 };
                 let t = self.params.get(idx)?.clone();
                 self.subs.push(t.clone());
@@ -456,12 +487,49 @@ mod tests {
         ] {
             assert_eq!(demangle(bad), None, "{bad:?}");
         }
+        // Crafted names (review finding): deep nesting, index overflow, and substitutions that
+        // double the text at every level are refused within the limits, never a crash.
+        let deep = format!("_Z1f{}i", "P".repeat(100_000));
+        assert_eq!(demangle(&deep), None);
+        assert_eq!(demangle("_Z1fIiEvT18446744073709551615_"), None);
+        assert_eq!(demangle("_Z1fS3W5E11264SGSF_"), None);
+        let mut doubling = String::from("_Z1f1A");
+        for level in 0..40 {
+            // B<X, X> where X is the newest substitution so far (it grows by two a level).
+            let idx = 2 * level;
+            let sub = if idx == 0 {
+                "S_".to_string()
+            } else {
+                format!("S{}_", base36(idx - 1))
+            };
+            doubling.push_str(&format!("1BI{sub}{sub}E"));
+        }
+        let r = demangle(&doubling);
+        assert!(
+            r.as_ref().is_none_or(|d| d.signature.len() <= MAX_OUTPUT),
+            "{:?}",
+            r.map(|d| d.signature.len())
+        );
         // Every prefix of a good name is refused or read, never a panic.
         for (m, _, _) in CASES {
             for i in 0..m.len() {
                 let _ = demangle(&m[..i]);
             }
         }
+    }
+
+    fn base36(mut n: usize) -> String {
+        let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let mut out = Vec::new();
+        loop {
+            out.push(digits[n % 36]);
+            n /= 36;
+            if n == 0 {
+                break;
+            }
+        }
+        out.reverse();
+        String::from_utf8(out).unwrap()
     }
 
     #[test]

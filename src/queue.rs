@@ -575,7 +575,16 @@ impl<'q> Lane<'q> {
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
         if uses.is_empty() {
-            return op(&self.a, self.raw());
+            let q = self.queue();
+            let r = op(&self.a, q.raw());
+            if q.kind == QueueKind::PerThread {
+                // Numbered all the same: the thread's exit waits for every submission up to
+                // its queue's number (`drain_at_thread_exit`), graph launches and kernels with
+                // scalar arguments only included (review finding). No fence: no use refers to
+                // this point.
+                q.seq.fetch_add(1, Ordering::SeqCst);
+            }
+            return r;
         }
         let q = self.queue();
         let mut keeps = Vec::new();
