@@ -563,7 +563,22 @@ fn run_orphans_slow() {
         std::mem::take(&mut *o)
     };
     for f in list {
-        f();
+        // A release that panics (a graph host node's captures, say) must not unwind out of an
+        // unrelated call, nor stop the others (review finding): it is kept as the current
+        // device's deferred error.
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            let message = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            if let Ok(d) = device_state(current_ordinal()) {
+                d.defer(
+                    "releasing something a graph or host function held",
+                    Error::HostFnPanicked { message },
+                );
+            }
+        }
     }
 }
 

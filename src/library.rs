@@ -50,15 +50,25 @@ impl Drop for LibraryInner {
     fn drop(&mut self) {
         // Kernels, functions and symbols of the library hold it, so nothing uses it any more.
         // Unloading is context-independent: no context is entered.
-        // SAFETY: loaded by `Library::load`, unloaded once.
-        let r = driver::rc(unsafe { sys::cuLibraryUnload(self.raw.get()) });
-        if r != 0 {
-            if let Ok(d) = context::device_state(context::current_ordinal()) {
-                d.defer(
-                    "unloading a library",
-                    Error::from_driver(r, "cuLibraryUnload"),
-                );
+        let raw = self.raw;
+        let unload = move || {
+            // SAFETY: loaded by `Library::load`, unloaded once.
+            let r = driver::rc(unsafe { sys::cuLibraryUnload(raw.get()) });
+            if r != 0 {
+                if let Ok(d) = context::device_state(context::current_ordinal()) {
+                    d.defer(
+                        "unloading a library",
+                        Error::from_driver(r, "cuLibraryUnload"),
+                    );
+                }
             }
+        };
+        if context::in_host_fn() {
+            // No CUDA call may be made in a host function (the last handle can be dropped in
+            // one, review finding): the next crate call outside does it.
+            context::defer_release(unload);
+        } else {
+            unload();
         }
     }
 }

@@ -259,6 +259,11 @@ fn admit_memory(
     generation: u64,
     call: &'static str,
 ) -> Result<Arc<AllocKeep>> {
+    // Admission may wait for the allocation (a driver call): never inside a host function
+    // (review finding).
+    if context::in_host_fn() {
+        return Err(Error::InHostFunction { call });
+    }
     if alloc.host.is_some() {
         return Err(Error::InvalidValue {
             what: call,

@@ -28,6 +28,10 @@ pub(crate) fn kernel_bundle(
     args: &[KernelArg<'_>],
     call: &'static str,
 ) -> Result<Bundle> {
+    // Reads launch limits (driver calls) before anything else: never inside a host function.
+    if context::in_host_fn() {
+        return Err(Error::InHostFunction { call });
+    }
     function.check_args(args)?;
     let (fd, fg) = function.id();
     if fd != device {
@@ -331,12 +335,17 @@ impl Graph {
                     device: self.shared.device,
                 });
             }
-            let child_objects = child.shared.objects.lock().clone();
+            // The child's lock is held while the driver clones it (review finding): an
+            // executable of the child on another thread may otherwise touch its nodes
+            // meanwhile, which the driver forbids.
+            let child_guard = child.shared.objects.lock();
+            let child_objects = child_guard.clone();
             let c = child.shared.raw.0;
             let node = self.add_node(CALL, deps, Vec::new(), |_, out, g, d, n| {
                 // SAFETY: live graphs; `child` is cloned into the node.
                 unsafe { sys::cuGraphAddChildGraphNode(out, g, d, n, c) }
             })?;
+            drop(child_guard);
             // The clone inside the node carries the child's references already; this graph
             // holds its own as well, so keeping them never depends on that.
             self.share_objects(&child_objects)?;
