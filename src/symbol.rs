@@ -22,8 +22,34 @@ pub struct Symbol<T: DeviceRepr> {
     device: i32,
     generation: u64,
     name: Arc<str>,
-    _module: Option<Arc<dyn Any + Send + Sync>>,
+    module: Option<Arc<dyn Any + Send + Sync>>,
+    /// Notes the asynchronous copies queued on the variable (an allocation of no bytes: never
+    /// freed): the module is unloaded only after them.
+    track: crate::memory::Alloc,
     _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> Drop for Symbol<T> {
+    fn drop(&mut self) {
+        // Asynchronous copies may still be queued on the variable (review finding): the module
+        // stays loaded until they are done, in the background, instead of unloading under them.
+        let waits = self.track.uses.take_points();
+        if waits.is_empty() {
+            return;
+        }
+        if let Some(m) = self.module.take() {
+            crate::queue::defer_free(
+                self.device,
+                self.generation,
+                waits,
+                "keeping a module loaded for its queued copies",
+                move |_| {
+                    drop(m);
+                    Ok(())
+                },
+            );
+        }
+    }
 }
 
 impl<T: DeviceRepr> std::fmt::Debug for Symbol<T> {
@@ -87,7 +113,8 @@ impl<T: DeviceRepr> Symbol<T> {
             device: a.dev.ordinal,
             generation: a.generation(),
             name: name.into(),
-            _module: keep,
+            module: keep,
+            track: crate::memory::Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
             _t: PhantomData,
         })
     }
@@ -211,7 +238,11 @@ impl<T: DeviceRepr> Symbol<T> {
         let ptr = self.ptr + offset as u64;
         let hp = host.host_ptr();
         let alloc = crate::memory::sealed_allocation(host);
-        lane.submit(call, &[Use::host_copy(alloc, !to_symbol)], |a, raw| {
+        let uses = [
+            Use::host_copy(alloc, !to_symbol),
+            Use::device(&self.track, to_symbol),
+        ];
+        lane.submit(call, &uses, |a, raw| {
             if to_symbol {
                 // SAFETY: `ptr..ptr + bytes` lies inside the variable (checked by the
                 // caller), live device memory of this context while the module is held; the

@@ -11,6 +11,7 @@ use cuda_runtime::{
 crate::tests![
     array_symbols_of_any_length_with_partial_copies,
     symbol_copies_with_page_locked_memory_are_asynchronous,
+    library_stays_loaded_for_queued_symbol_copies,
 ];
 
 const PTX: &str = include_str!("kernels/library.ptx");
@@ -204,4 +205,39 @@ fn symbol_copies_with_page_locked_memory_are_asynchronous() {
     })
     .unwrap();
     assert!(host.iter().all(|&x| x == 0));
+}
+
+/// Review finding: the symbol and its library dropped while an asynchronous copy out of the
+/// variable is still queued. The library must stay loaded until the copy ran, so the
+/// page-locked destination receives the variable's values, not freed memory's.
+fn library_stays_loaded_for_queued_symbol_copies() {
+    let mut r = rng();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let vals: Vec<i32> = (0..N).map(|_| r.i32(..)).collect();
+    let mut out = PinnedBuffer::<i32>::new(N).unwrap();
+    out.as_mut_slice().unwrap().fill(-7);
+    {
+        let lib = Library::from_ptx(PTX).unwrap();
+        let table: Symbol<[i32; N]> = lib.global("table").unwrap();
+        let mut arr = [0i32; N];
+        arr.copy_from_slice(&vals);
+        table.copy_from_host(&arr).unwrap();
+        stall(&s, 200);
+        table
+            .copy_to_pinned_at_async(0, &mut out.slice_mut(0..N).unwrap(), &s)
+            .unwrap();
+        drop(table);
+        drop(lib);
+    }
+    // Other libraries loaded meanwhile may take the freed memory.
+    let decoys: Vec<Library> = (0..4).map(|_| Library::from_ptx(PTX).unwrap()).collect();
+    for d in &decoys {
+        let t: Symbol<[i32; N]> = d.global("table").unwrap();
+        t.copy_from_host(&[1234i32; N]).unwrap();
+    }
+    assert_same("the queued copy's values", &out.as_slice().unwrap(), &vals);
+    let errors = cuda_runtime::Device::current()
+        .unwrap()
+        .take_deferred_errors();
+    assert!(errors.is_empty(), "deferred errors: {errors:?}");
 }
