@@ -272,6 +272,14 @@ fn admit_memory(
                      yet (a launch would not keep CPU views away from it): use device memory",
         });
     }
+    if alloc.ipc {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("memory opened from an IPC handle at {:#x}", alloc.ptr),
+            reason: "IPC memory cannot be used in graphs yet (closing it waits for the whole \
+                     device, which a graph's release would do inside another call)",
+        });
+    }
     if alloc.device != device {
         return Err(Error::DeviceMismatch {
             call,
