@@ -20,6 +20,7 @@ __device__ inline void put4(float* out, size_t i, float4 v) {
 __device__ inline size_t smaller(size_t a, size_t b) { return a < b ? a : b; }
 
 // out[4i..4i+4] = `tex1Dfetch<float4>`(tex, idx[i]): a linear texture read as floats.
+// cuda-runtime: texture tex linear float
 extern "C" __global__ void fetch_linear(cudaTextureObject_t tex, const int* idx, size_t idx_len,
                                         float* out, size_t out_len) {
   size_t n = smaller(idx_len, out_len / 4);
@@ -28,6 +29,7 @@ extern "C" __global__ void fetch_linear(cudaTextureObject_t tex, const int* idx,
 
 // out[4i..4i+4] = `tex1Dfetch<uint4>`(tex, idx[i]): a linear texture of unsigned integers read
 // as stored.
+// cuda-runtime: texture tex linear uint
 extern "C" __global__ void fetch_linear_u(cudaTextureObject_t tex, const int* idx, size_t idx_len,
                                           unsigned int* out, size_t out_len) {
   size_t n = smaller(idx_len, out_len / 4);
@@ -41,6 +43,7 @@ extern "C" __global__ void fetch_linear_u(cudaTextureObject_t tex, const int* id
 }
 
 // out[4i..] = `tex1D<float4>`(tex, x[i]).
+// cuda-runtime: texture tex 1d float
 extern "C" __global__ void sample_1d(cudaTextureObject_t tex, const float* x, size_t x_len,
                                      float* out, size_t out_len) {
   size_t n = smaller(x_len, out_len / 4);
@@ -48,6 +51,7 @@ extern "C" __global__ void sample_1d(cudaTextureObject_t tex, const float* x, si
 }
 
 // out[4i..] = `tex2D<float4>`(tex, xy[2i], xy[2i + 1]).
+// cuda-runtime: texture tex 2d,pitch2d float
 extern "C" __global__ void sample_2d(cudaTextureObject_t tex, const float* xy, size_t xy_len,
                                      float* out, size_t out_len) {
   size_t n = smaller(xy_len / 2, out_len / 4);
@@ -55,6 +59,7 @@ extern "C" __global__ void sample_2d(cudaTextureObject_t tex, const float* xy, s
 }
 
 // out[4i..] = `tex2D<uint4>`(tex, xy[2i], xy[2i + 1]): unsigned integer texels read as stored.
+// cuda-runtime: texture tex 2d,pitch2d uint
 extern "C" __global__ void sample_2d_u(cudaTextureObject_t tex, const float* xy, size_t xy_len,
                                        unsigned int* out, size_t out_len) {
   size_t n = smaller(xy_len / 2, out_len / 4);
@@ -68,6 +73,7 @@ extern "C" __global__ void sample_2d_u(cudaTextureObject_t tex, const float* xy,
 }
 
 // out[4i..] = `tex2D<int4>`(tex, xy[2i], xy[2i + 1]): signed integer texels read as stored.
+// cuda-runtime: texture tex 2d,pitch2d int
 extern "C" __global__ void sample_2d_i(cudaTextureObject_t tex, const float* xy, size_t xy_len,
                                        int* out, size_t out_len) {
   size_t n = smaller(xy_len / 2, out_len / 4);
@@ -81,6 +87,7 @@ extern "C" __global__ void sample_2d_i(cudaTextureObject_t tex, const float* xy,
 }
 
 // out[4i..] = `tex3D<float4>`(tex, xyz[3i], xyz[3i + 1], xyz[3i + 2]).
+// cuda-runtime: texture tex 3d float
 extern "C" __global__ void sample_3d(cudaTextureObject_t tex, const float* xyz, size_t xyz_len,
                                      float* out, size_t out_len) {
   size_t n = smaller(xyz_len / 3, out_len / 4);
@@ -90,6 +97,7 @@ extern "C" __global__ void sample_3d(cudaTextureObject_t tex, const float* xyz, 
 }
 
 // out[4i..] = `tex1DLayered<float4>`(tex, x[i], layer[i]).
+// cuda-runtime: texture tex 1d-layered float
 extern "C" __global__ void sample_1d_layered(cudaTextureObject_t tex, const float* x, size_t x_len,
                                              const int* layer, size_t layer_len, float* out,
                                              size_t out_len) {
@@ -98,6 +106,7 @@ extern "C" __global__ void sample_1d_layered(cudaTextureObject_t tex, const floa
 }
 
 // out[4i..] = `tex2DLayered<float4>`(tex, xy[2i], xy[2i + 1], layer[i]).
+// cuda-runtime: texture tex 2d-layered float
 extern "C" __global__ void sample_2d_layered(cudaTextureObject_t tex, const float* xy,
                                              size_t xy_len, const int* layer, size_t layer_len,
                                              float* out, size_t out_len) {
@@ -108,6 +117,7 @@ extern "C" __global__ void sample_2d_layered(cudaTextureObject_t tex, const floa
 }
 
 // out[4i..] = `texCubemap<float4>`(tex, xyz[3i], xyz[3i + 1], xyz[3i + 2]).
+// cuda-runtime: texture tex cubemap float
 extern "C" __global__ void sample_cubemap(cudaTextureObject_t tex, const float* xyz,
                                           size_t xyz_len, float* out, size_t out_len) {
   size_t n = smaller(xyz_len / 3, out_len / 4);
@@ -117,6 +127,7 @@ extern "C" __global__ void sample_cubemap(cudaTextureObject_t tex, const float* 
 }
 
 // out[4i..] = `texCubemapLayered<float4>`(tex, xyz[3i..3i+3], cube[i]).
+// cuda-runtime: texture tex cubemap-layered float
 extern "C" __global__ void sample_cubemap_layered(cudaTextureObject_t tex, const float* xyz,
                                                   size_t xyz_len, const int* cube,
                                                   size_t cube_len, float* out, size_t out_len) {
@@ -129,6 +140,7 @@ extern "C" __global__ void sample_cubemap_layered(cudaTextureObject_t tex, const
 
 // out[4i..] = `tex2Dgather<float4>`(tex, xy[2i], xy[2i + 1], comp) (comp 0 to 3; others read
 // channel 0).
+// cuda-runtime: texture tex 2d float
 extern "C" __global__ void gather_2d(cudaTextureObject_t tex, const float* xy, size_t xy_len,
                                      int comp, float* out, size_t out_len) {
   size_t n = smaller(xy_len / 2, out_len / 4);
@@ -137,6 +149,7 @@ extern "C" __global__ void gather_2d(cudaTextureObject_t tex, const float* xy, s
 }
 
 // out[4i..] = `tex2DLod<float4>`(tex, xyl[3i], xyl[3i + 1], xyl[3i + 2]) (x, y, level of detail).
+// cuda-runtime: texture tex mipmapped-2d,2d float
 extern "C" __global__ void sample_2d_lod(cudaTextureObject_t tex, const float* xyl, size_t xyl_len,
                                          float* out, size_t out_len) {
   size_t n = smaller(xyl_len / 3, out_len / 4);
@@ -148,6 +161,7 @@ extern "C" __global__ void sample_2d_lod(cudaTextureObject_t tex, const float* x
 // Writes src[i] to texel (i % width, i / width) of a 2-D float surface, for i below
 // min(src_len, width * height).
 // cuda-runtime: require width <= 536870911
+// cuda-runtime: surface surf 2d 4
 extern "C" __global__ void surf_write_2d(cudaSurfaceObject_t surf, const float* src,
                                          size_t src_len, int width, int height) {
   // (x * 4 is a byte offset in an int: wider surfaces are refused by the wrapper.)
@@ -161,6 +175,7 @@ extern "C" __global__ void surf_write_2d(cudaSurfaceObject_t surf, const float* 
 
 // Multiplies every texel of a width x height float surface by `factor`, reading and writing it.
 // cuda-runtime: require width <= 536870911
+// cuda-runtime: surface surf 2d 4
 extern "C" __global__ void surf_scale_2d(cudaSurfaceObject_t surf, int width, int height,
                                          float factor) {
   if (width <= 0 || height <= 0 || width > 536870911) return;
@@ -175,6 +190,7 @@ extern "C" __global__ void surf_scale_2d(cudaSurfaceObject_t surf, int width, in
 // Writes src[i] to texel (x, y) of layer l of a layered float surface, i = (l * height + y) *
 // width + x, for i below min(src_len, width * height * layers).
 // cuda-runtime: require width <= 536870911
+// cuda-runtime: surface surf 2d-layered 4
 extern "C" __global__ void surf_write_2d_layered(cudaSurfaceObject_t surf, const float* src,
                                                  size_t src_len, int width, int height,
                                                  int layers) {
@@ -191,6 +207,7 @@ extern "C" __global__ void surf_write_2d_layered(cudaSurfaceObject_t surf, const
 // Writes src[i] to texel (x, y) of face f of a float cubemap surface, i = (f * width + y) *
 // width + x, for i below min(src_len, 6 * width * width).
 // cuda-runtime: require width <= 536870911
+// cuda-runtime: surface surf cubemap 4
 extern "C" __global__ void surf_write_cubemap(cudaSurfaceObject_t surf, const float* src,
                                               size_t src_len, int width) {
   if (width <= 0 || width > 536870911) return;
@@ -206,6 +223,7 @@ extern "C" __global__ void surf_write_cubemap(cudaSurfaceObject_t surf, const fl
 // The simpleTexture study: out[y * width + x] = `tex2D<float>`(tex, u, v), where (u, v) is the
 // normalised centre of pixel (x, y) rotated by `angle` radians about the image's centre. For
 // pixels below min(out_len, width * height).
+// cuda-runtime: texture tex 2d,pitch2d float
 extern "C" __global__ void rotate(cudaTextureObject_t tex, float* out, size_t out_len, int width,
                                   int height, float angle) {
   if (width <= 0 || height <= 0) return;
@@ -224,6 +242,7 @@ extern "C" __global__ void rotate(cudaTextureObject_t tex, float* out, size_t ou
 // Streaming reads through a texture: sums `tex1Dfetch<float4>`(tex, i) over i below n4 (float4
 // texels; fetches past the texture read zero), one partial sum per thread into out[t % out_len].
 // cuda-runtime: require n4 <= 2147483648
+// cuda-runtime: texture tex linear float
 extern "C" __global__ void stream_texture(cudaTextureObject_t tex, unsigned long long n4, float* out,
                                           size_t out_len) {
   // (Texel indices are ints: more would wrap onto texels already read.)

@@ -134,10 +134,91 @@ pub struct Kernel {
     pub preconditions: Vec<Rule>,
     /// The parameters the preconditions name, in the order of their [`Operand::Param`] indices.
     pub precondition_args: Vec<String>,
+    /// What texture and surface parameters must be (`// cuda-runtime: texture t 2d,pitch2d
+    /// float`, `surface s 2d 4`): the wrapper checks the object it is given.
+    pub objects: Vec<ObjectExpect>,
     /// The comment lines right above the declaration.
     pub doc: Vec<String>,
     /// The declaration as written, on one line.
     pub signature: String,
+}
+
+/// A texture or surface parameter's declared expectation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectExpect {
+    /// The parameter.
+    pub param: String,
+    /// Resource shapes the kernel reads correctly (`linear`, `pitch2d`, `1d`, `2d`, `3d`,
+    /// `1d-layered`, `2d-layered`, `cubemap`, `cubemap-layered`, or `mipmapped-<shape>`).
+    pub shapes: Vec<String>,
+    /// For a texture, how the kernel's fetches read texels: `float` (float texels, or integers
+    /// read as normalised floats), `int` or `uint` (integer texels read as stored). For a
+    /// surface, the texel size in bytes its accesses use.
+    pub element: String,
+}
+
+const OBJECT_SHAPES: [&str; 9] = [
+    "linear",
+    "pitch2d",
+    "1d",
+    "2d",
+    "3d",
+    "1d-layered",
+    "2d-layered",
+    "cubemap",
+    "cubemap-layered",
+];
+
+/// Parses `texture <param> <shape>[,<shape>...] <element>` or `surface <param> <shapes>
+/// <bytes>`.
+fn parse_object_directive(d: &str, params: &[Param]) -> Result<ObjectExpect, String> {
+    let t: Vec<&str> = d.split_whitespace().collect();
+    let [kind, param, shapes, element] = t.as_slice() else {
+        return Err(
+            "expected `texture <param> <shape>[,<shape>...] <float|int|uint>` or \
+                    `surface <param> <shape>[,<shape>...] <texel bytes>`"
+                .into(),
+        );
+    };
+    let surface = *kind == "surface";
+    let want = if surface {
+        Scalar::SurfObject
+    } else {
+        Scalar::TexObject
+    };
+    if !params
+        .iter()
+        .any(|p| p.name == *param && p.ty == want && !p.pointer)
+    {
+        return Err(format!(
+            "`{param}` is no {} parameter of the kernel",
+            if surface {
+                "cudaSurfaceObject_t"
+            } else {
+                "cudaTextureObject_t"
+            }
+        ));
+    }
+    let shapes: Vec<String> = shapes.split(',').map(str::to_string).collect();
+    for sh in &shapes {
+        let base = sh.strip_prefix("mipmapped-").unwrap_or(sh);
+        if !OBJECT_SHAPES.contains(&base) || (surface && sh.starts_with("mipmapped-")) {
+            return Err(format!("unknown shape `{sh}` (one of {OBJECT_SHAPES:?}, or mipmapped-<shape> for textures)"));
+        }
+    }
+    let ok = if surface {
+        matches!(*element, "1" | "2" | "4" | "8" | "16")
+    } else {
+        matches!(*element, "float" | "int" | "uint")
+    };
+    if !ok {
+        return Err(format!("unknown element `{element}`"));
+    }
+    Ok(ObjectExpect {
+        param: param.to_string(),
+        shapes,
+        element: element.to_string(),
+    })
 }
 
 /// Removes `//` and `/* */` comments, keeping line breaks.
@@ -291,9 +372,14 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         let mut is_unsafe = false;
         let mut preconditions = Vec::new();
         let mut precondition_args = Vec::new();
+        let mut objects = Vec::new();
         for d in directives {
             if d == "unsafe" {
                 is_unsafe = true;
+            } else if d.starts_with("texture ") || d.starts_with("surface ") {
+                let e = parse_object_directive(d, &params)
+                    .map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
+                objects.push(e);
             } else {
                 let rule = parse_directive(d, &params, &mut precondition_args)
                     .map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
@@ -310,6 +396,7 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             is_unsafe,
             preconditions,
             precondition_args,
+            objects,
             doc,
             signature,
         });
@@ -1139,6 +1226,7 @@ fn generate_precondition_check(o: &mut String, k: &Kernel) {
 /// (the object, and the memory it reads or the array it writes). Returns `false` for other
 /// parameters.
 fn handle_param(
+    k: &Kernel,
     p: &Param,
     args: &mut Vec<String>,
     setup: &mut Vec<String>,
@@ -1158,9 +1246,17 @@ fn handle_param(
     };
     let n = &p.name;
     args.push(format!("{n}: {ty}"));
-    setup.push(format!(
-        "let (mut {n}_v, {n}_use, {n}_mem_use) = {call}({n});"
-    ));
+    match k.objects.iter().find(|e| e.param == *n) {
+        Some(e) => setup.push(format!(
+            "let (mut {n}_v, {n}_use, {n}_mem_use) = {call}_expect({n}, {:?}, {n:?}, &[{}], {:?})?;",
+            k.name,
+            e.shapes.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
+            e.element
+        )),
+        None => setup.push(format!(
+            "let (mut {n}_v, {n}_use, {n}_mem_use) = {call}({n});"
+        )),
+    }
     uses.push(format!("{n}_use"));
     uses.push(format!("{n}_mem_use"));
     ptrs.push(format!(
@@ -1257,7 +1353,9 @@ pub fn generate(
                     p.name
                 ));
                 i += 2;
-            } else if !k.is_unsafe && handle_param(p, &mut args, &mut setup, &mut uses, &mut ptrs) {
+            } else if !k.is_unsafe
+                && handle_param(k, p, &mut args, &mut setup, &mut uses, &mut ptrs)
+            {
                 i += 1;
             } else {
                 let t = if p.pointer { "u64" } else { p.ty.rust() };
@@ -1827,6 +1925,43 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
                 format!("require {normal}")
             };
             assert_eq!(rule(&again, p).unwrap(), r, "{again}");
+        }
+    }
+
+    #[test]
+    fn texture_and_surface_directives_are_parsed_and_checked() {
+        let src = "// cuda-runtime: texture t 2d,mipmapped-2d float\n\
+                   // cuda-runtime: surface s cubemap 4\n\
+                   extern \"C\" __global__ void k(cudaTextureObject_t t, cudaSurfaceObject_t s) {}";
+        let k = parse_kernels(src).unwrap();
+        assert_eq!(
+            k[0].objects,
+            vec![
+                ObjectExpect {
+                    param: "t".into(),
+                    shapes: vec!["2d".into(), "mipmapped-2d".into()],
+                    element: "float".into()
+                },
+                ObjectExpect {
+                    param: "s".into(),
+                    shapes: vec!["cubemap".into()],
+                    element: "4".into()
+                },
+            ]
+        );
+        for (bad, why) in [
+            ("texture t 4d float", "unknown shape"),
+            ("texture t 2d double", "unknown element"),
+            ("texture s 2d float", "no cudaTextureObject_t"),
+            ("surface s mipmapped-2d 4", "unknown shape"),
+            ("surface s 2d 3", "unknown element"),
+            ("texture t 2d", "expected"),
+        ] {
+            let src = format!(
+                "// cuda-runtime: {bad}\nextern \"C\" __global__ void k(cudaTextureObject_t t, cudaSurfaceObject_t s) {{}}"
+            );
+            let e = parse_kernels(&src).unwrap_err();
+            assert!(e.contains(why) && e.contains("kernel k"), "{bad}: {e}");
         }
     }
 

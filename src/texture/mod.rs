@@ -199,6 +199,19 @@ impl Default for TextureDesc {
     }
 }
 
+/// An array shape as kernels' texture and surface directives name it.
+pub(crate) fn shape_name(shape: ArrayShape) -> &'static str {
+    match shape {
+        ArrayShape::D1 { .. } => "1d",
+        ArrayShape::D2 { .. } => "2d",
+        ArrayShape::D3 { .. } => "3d",
+        ArrayShape::Layered1D { .. } => "1d-layered",
+        ArrayShape::Layered2D { .. } => "2d-layered",
+        ArrayShape::Cubemap { .. } => "cubemap",
+        ArrayShape::LayeredCubemap { .. } => "cubemap-layered",
+    }
+}
+
 /// What a texture reads, for validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResKind {
@@ -463,6 +476,8 @@ pub struct TextureObject<'a> {
     desc: TextureDesc,
     format: ArrayFormat,
     channels: u32,
+    /// For memory: `linear` or `pitch2d` (arrays take their shape from the array).
+    memory_shape: &'static str,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -526,6 +541,7 @@ impl TextureObject<'static> {
                 desc,
                 inner.format,
                 inner.channels,
+                "array",
             ))
         })())
     }
@@ -559,6 +575,7 @@ impl TextureObject<'static> {
                 desc,
                 inner.format,
                 inner.channels,
+                "array",
             ))
         })())
     }
@@ -660,6 +677,7 @@ impl<'a> TextureObject<'a> {
                 desc,
                 T::FORMAT,
                 T::CHANNELS,
+                "linear",
             ))
         })())
     }
@@ -721,10 +739,12 @@ impl<'a> TextureObject<'a> {
                 desc,
                 T::FORMAT,
                 T::CHANNELS,
+                "pitch2d",
             ))
         })())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn wrap(
         a: &Active,
         raw: u64,
@@ -732,6 +752,7 @@ impl<'a> TextureObject<'a> {
         desc: &TextureDesc,
         format: ArrayFormat,
         channels: u32,
+        memory_shape: &'static str,
     ) -> TextureObject<'a> {
         TextureObject {
             raw,
@@ -740,6 +761,7 @@ impl<'a> TextureObject<'a> {
             desc: *desc,
             format,
             channels,
+            memory_shape,
             _borrow: PhantomData,
         }
     }
@@ -759,6 +781,53 @@ impl<'a> TextureObject<'a> {
     /// The texel format and channel count it reads.
     pub fn format(&self) -> (ArrayFormat, u32) {
         (self.format, self.channels)
+    }
+
+    /// The resource's shape as kernels' texture directives name it (`linear`, `pitch2d`, `2d`,
+    /// `mipmapped-2d`, ...).
+    fn shape_name(&self) -> String {
+        match &self.backing {
+            Some(Backing::Array(a)) => shape_name(a.shape).to_string(),
+            Some(Backing::Mipmapped(m)) => format!("mipmapped-{}", shape_name(m.shape)),
+            _ => self.memory_shape.to_string(),
+        }
+    }
+
+    /// How fetches read the texels: `float` (float texels, or integers read as normalised
+    /// floats), `int` or `uint` (integers read as stored).
+    fn element_name(&self) -> &'static str {
+        if self.format.is_float() || self.desc.read_mode == ReadMode::NormalizedFloat {
+            "float"
+        } else if matches!(
+            self.format,
+            ArrayFormat::I8 | ArrayFormat::I16 | ArrayFormat::I32
+        ) {
+            "int"
+        } else {
+            "uint"
+        }
+    }
+
+    /// As [`kernel_arg`](Self::kernel_arg), for a parameter whose kernel declares what it reads
+    /// (`// cuda-runtime: texture <param> <shapes> <element>`): a texture of another shape or
+    /// element type is refused (a fetch of the wrong kind returns garbage, silently).
+    #[doc(hidden)]
+    pub fn kernel_arg_expect(
+        &self,
+        kernel: &'static str,
+        param: &'static str,
+        shapes: &[&str],
+        element: &str,
+    ) -> Result<(u64, Use<'_>, Use<'_>)> {
+        let (shape, elem) = (self.shape_name(), self.element_name());
+        if !shapes.contains(&shape.as_str()) || elem != element {
+            return record(Err(Error::InvalidValue {
+                what: "texture argument",
+                value: format!("{param} of {kernel}: a {shape} texture read as {elem}"),
+                reason: "the kernel fetches another kind of texture (see its declaration)",
+            }));
+        }
+        Ok(self.kernel_arg())
     }
 
     /// For the crate's kernel wrappers: the handle, and the uses to hand to the launch (of the

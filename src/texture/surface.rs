@@ -92,6 +92,33 @@ impl SurfaceObject {
     }
 }
 
+impl SurfaceObject {
+    /// As [`kernel_arg`](Self::kernel_arg), for a parameter whose kernel declares what it
+    /// accesses (`// cuda-runtime: surface <param> <shapes> <texel bytes>`): a surface of
+    /// another shape or texel size is refused.
+    #[doc(hidden)]
+    pub fn kernel_arg_expect(
+        &mut self,
+        kernel: &'static str,
+        param: &'static str,
+        shapes: &[&str],
+        bytes: &str,
+    ) -> Result<(u64, Use<'_>, Use<'_>)> {
+        if let Some(a) = &self.array {
+            let shape = super::shape_name(a.shape);
+            let texel = a.format.bytes() * a.channels as usize;
+            if !shapes.contains(&shape) || bytes.parse::<usize>().ok() != Some(texel) {
+                return crate::error::record(Err(Error::InvalidValue {
+                    what: "surface argument",
+                    value: format!("{param} of {kernel}: a {shape} surface of {texel}-byte texels"),
+                    reason: "the kernel accesses another kind of surface (see its declaration)",
+                }));
+            }
+        }
+        Ok(self.kernel_arg())
+    }
+}
+
 impl Drop for SurfaceObject {
     fn drop(&mut self) {
         let (device, generation) = (self.track.device, self.track.generation);

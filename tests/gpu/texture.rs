@@ -39,6 +39,7 @@ crate::tests![
     array_drops_beside_stream_ordered_allocations_do_not_hang,
     user_launch_with_a_texture_keeps_it_until_the_kernel_ran,
     overlapping_copies_within_one_mipmap_level_are_refused,
+    crate_kernels_refuse_textures_of_another_kind,
 ];
 
 /// Child processes of this module (see `main.rs`).
@@ -1455,4 +1456,36 @@ fn overlapping_copies_within_one_mipmap_level_are_refused() {
         }
     }
     assert_same("after the disjoint copy", &b.to_vec().unwrap(), &want);
+}
+
+/// Review finding: the crate's texture kernels declare what they fetch, and the wrappers refuse
+/// a texture or surface of another shape or element type (which would return garbage, silently)
+/// before anything is queued.
+fn crate_kernels_refuse_textures_of_another_kind() {
+    let s = Stream::new().unwrap();
+    let n = 64usize;
+    let ints = DeviceBuffer::from_slice(&(0..4 * n as u32).collect::<Vec<u32>>()).unwrap();
+    let linear_u = TextureObject::from_linear(&ints, &TextureDesc::default()).unwrap();
+    let xy = DeviceBuffer::from_slice(&vec![0.5f32; 2 * n]).unwrap();
+    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; 4 * n]).unwrap();
+    // A 2-D float fetch of a 1-D integer texture.
+    let e = kernels::texture::sample_2d(&s, &cfg(n), &linear_u, &xy, &mut out).unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    assert!(e.to_string().contains("linear"), "{e}");
+    // A 4-byte float surface kernel on a surface of 1-byte texels.
+    let small = Array::<u8>::new_2d(8, 8, ArrayFlags::SURFACE_LOAD_STORE).unwrap();
+    let mut surf = SurfaceObject::new(&small).unwrap();
+    let e = kernels::texture::surf_scale_2d(&s, &cfg(64), &mut surf, 8, 8, 2.0).unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // Nothing ran: the output is untouched.
+    s.synchronize().unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|v| v.is_nan()));
+    // The right kinds still work.
+    let floats = random_texels::<f32>(&mut rng(), 16 * 16);
+    let mut a = Array::<f32>::new_2d(16, 16, ArrayFlags::empty()).unwrap();
+    a.copy_from_host(&floats).unwrap();
+    let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
+    kernels::texture::sample_2d(&s, &cfg(n), &tex, &xy, &mut out).unwrap();
+    s.synchronize().unwrap();
+    assert!(out.to_vec().unwrap().chunks(4).all(|c| c[0] == floats[0]));
 }
