@@ -2,7 +2,7 @@
 //! reference, and the keep-alive rules (buffers, modules, events, host closures, executables
 //! and graphs dropped while a graph or a launch still uses them).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -179,15 +179,32 @@ fn exec_and_graph_dropped_while_a_launch_runs() {
     .unwrap();
     let exec = g.instantiate().unwrap();
     let s = Stream::new().unwrap();
+    // The launch waits behind a host function held until `release` (or 20 s passed): while
+    // `done` is unset, the launch has not run.
+    let (release, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    {
+        let (release, done) = (release.clone(), done.clone());
+        s.launch_host_fn(move || {
+            let t = Instant::now();
+            while !release.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    }
     exec.launch(&s).unwrap();
-    let t = Instant::now();
     drop(exec);
     drop(g);
     drop(src);
     assert!(
-        t.elapsed() < Duration::from_millis(150),
+        !done.load(Ordering::SeqCst),
         "dropping the executable, the graph and a buffer must not wait for the launch"
     );
+    release.store(true, Ordering::SeqCst);
     s.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), [want]);
 }

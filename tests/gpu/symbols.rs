@@ -1,6 +1,10 @@
 //! Module globals: arrays of any length, partial copies (offset and count), and truly
 //! asynchronous copies from and to page-locked memory.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use crate::common::{assert_same, rng};
 use crate::host_chunks::stall;
 use cuda_runtime::{
@@ -16,6 +20,21 @@ crate::tests![
 
 const PTX: &str = include_str!("kernels/library.ptx");
 const N: usize = 6976;
+
+/// Holds `s` with a host function until the returned flag is set (or 20 s passed): until then
+/// nothing queued after it on `s` runs, so `s.query()` is deterministically false.
+fn gate(s: &Stream) -> Arc<AtomicBool> {
+    let release = Arc::new(AtomicBool::new(false));
+    let r = release.clone();
+    s.launch_host_fn(move || {
+        let t = Instant::now();
+        while !r.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+    .unwrap();
+    release
+}
 
 /// The table as a kernel sees it (`gather_table`), not only as copies read it.
 fn gathered(lib: &Library, s: &Stream) -> Vec<i32> {
@@ -134,13 +153,14 @@ fn symbol_copies_with_page_locked_memory_are_asynchronous() {
     let vals: Vec<i32> = (0..N).map(|_| r.i32(..)).collect();
     let mut src = PinnedBuffer::from_slice(&vals).unwrap();
     let (lo, hi) = (1000, 5000);
-    stall(&s, 100);
+    let release = gate(&s);
     table
         .copy_from_pinned_at_async(lo - 10, &src.slice(lo..hi).unwrap(), &s)
         .unwrap();
     assert!(!s.query().unwrap(), "the copy waited for the stream");
     model[lo - 10..hi - 10].copy_from_slice(&vals[lo..hi]);
-    // Writing the source from the CPU waits for the copy's read of it.
+    // Writing the source from the CPU (once the gate is open) waits for the copy's read of it.
+    release.store(true, Ordering::SeqCst);
     src.as_mut_slice().unwrap().fill(0);
     assert!(s.query().unwrap(), "a CPU write passed the queued copy");
     assert_same("table after the async copy", &gathered(&lib, &s), &model);
@@ -148,11 +168,12 @@ fn symbol_copies_with_page_locked_memory_are_asynchronous() {
     // From part of the table into a chunk of page-locked memory.
     let mut out = PinnedBuffer::<i32>::new(N).unwrap();
     out.as_mut_slice().unwrap().fill(-7);
-    stall(&s, 100);
+    let release = gate(&s);
     table
         .copy_to_pinned_at_async(lo - 10, &mut out.slice_mut(0..hi - lo).unwrap(), &s)
         .unwrap();
     assert!(!s.query().unwrap(), "the copy waited for the stream");
+    release.store(true, Ordering::SeqCst);
     let got = out.as_slice().unwrap();
     assert_same(
         "read into page-locked memory",

@@ -6,8 +6,9 @@
 //! Precision: point sampling is compared exactly (normalised integer reads within 1e-6, sRGB
 //! within 1/1024). Linear filtering at coordinates whose fraction is a multiple of 1/256 (where
 //! the model's 8-bit weights are the hardware's) is compared within 2^-12 of the data's range;
-//! at arbitrary coordinates within 2/512 per filtered axis (the hardware may round a weight
-//! the other way: an error of at most 1/512 of the neighbours' difference, data in [-1, 1]).
+//! at arbitrary coordinates within 2/256 per filtered axis (the hardware may round a weight
+//! to the other 1/256 step than the model does: an error of up to 1/256 of the neighbours'
+//! difference, which is up to 2 for data in [-1, 1]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -179,7 +180,9 @@ fn tolerance(desc: &TextureDesc, how: Coords, axes: usize) -> f32 {
     if desc.filter_mode == FilterMode::Linear {
         tol += 2.0 * f32::powi(2.0, -12);
         if how == Coords::Random {
-            tol += axes as f32 * 2.0 / 512.0;
+            // The hardware may take the other 1/256 step of a weight than the model: 1/256 of
+            // a neighbour difference of up to 2 (data in [-1, 1]) per filtered axis.
+            tol += axes as f32 * 2.0 / 256.0;
         }
     }
     tol
@@ -1199,13 +1202,15 @@ fn surfaces_write_what_the_array_holds() {
     assert_same("cubemap surface", &ca.to_vec().unwrap(), &src);
 }
 
-/// A host function that blocks its stream until `release` is set.
-fn stall_until(release: Arc<AtomicBool>) -> impl FnOnce() + Send + 'static {
+/// A host function that blocks its stream until `release` is set (or 20 s passed), then sets
+/// `done`: while `done` is unset, nothing queued behind it on its stream has run.
+fn stall_until(release: Arc<AtomicBool>, done: Arc<AtomicBool>) -> impl FnOnce() + Send + 'static {
     move || {
         let t = Instant::now();
         while !release.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(1));
         }
+        done.store(true, Ordering::SeqCst);
     }
 }
 
@@ -1219,23 +1224,21 @@ fn dropping_textures_and_arrays_under_queued_kernels_is_safe() {
         .flat_map(|i| [(i % w) as f32 + 0.5, (i / w) as f32 + 0.5])
         .collect();
     let dxy = DeviceBuffer::from_slice(&xy).unwrap();
-    let mut stamps = DeviceBuffer::<u64>::new(2).unwrap();
     for linear in [false, true] {
         let data = random_texels::<f32>(&mut r, w * h);
         let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; 4 * w * h]).unwrap();
         // An unrelated stream stalled by a host function: no drop may wait for it.
         let release = Arc::new(AtomicBool::new(false));
-        s2.launch_host_fn(stall_until(release.clone())).unwrap();
-        // The texture's kernel waits behind a 300 ms spin on s1.
-        kernels::spin::spin(
-            &s1,
-            &LaunchConfig::new(1u32, 1u32),
-            &mut stamps,
-            300_000_000,
-            0,
-        )
-        .unwrap();
-        let dt = if linear {
+        let (done1, done2) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        s2.launch_host_fn(stall_until(release.clone(), done2.clone()))
+            .unwrap();
+        // The texture's kernel waits on s1 behind a host function held until `release`.
+        s1.launch_host_fn(stall_until(release.clone(), done1.clone()))
+            .unwrap();
+        if linear {
             // A pitched buffer is the memory; the texture borrows it, so the buffer can only be
             // dropped after the texture (a compile error otherwise; see TextureObject docs).
             let mut p = PitchedBuffer::<f32>::new_2d(w, h).unwrap();
@@ -1247,24 +1250,21 @@ fn dropping_textures_and_arrays_under_queued_kernels_is_safe() {
             .unwrap();
             let tex = TextureObject::from_pitched(&p, &TextureDesc::default()).unwrap();
             kernels::texture::sample_2d(&s1, &cfg(w * h), &tex, &dxy, &mut out).unwrap();
-            let t = Instant::now();
             drop(tex);
             drop(p);
-            t.elapsed()
         } else {
             let mut a = Array::<f32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
             a.copy_from_host(&data).unwrap();
             let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
             kernels::texture::sample_2d(&s1, &cfg(w * h), &tex, &dxy, &mut out).unwrap();
-            let t = Instant::now();
             drop(tex);
             drop(a);
-            t.elapsed()
-        };
-        eprintln!("linear {linear}: the drops returned after {dt:?}");
+        }
+        // Neither gate has opened: the drops returned without waiting for the queued kernel
+        // or the stalled stream (had they waited, the gates' 20 s limit would have passed).
         assert!(
-            dt < Duration::from_millis(150),
-            "linear {linear}: dropping the texture and its memory waited {dt:?} (for the queued kernel or the stalled stream)"
+            !done1.load(Ordering::SeqCst) && !done2.load(Ordering::SeqCst),
+            "linear {linear}: dropping the texture and its memory waited for the queued kernel or the stalled stream"
         );
         // Objects made now would take the old handle numbers and memory, were those freed.
         let other = vec![12345.0f32; w * h];
@@ -1275,6 +1275,7 @@ fn dropping_textures_and_arrays_under_queued_kernels_is_safe() {
             let t = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
             decoys.push((a, t));
         }
+        release.store(true, Ordering::SeqCst);
         s1.synchronize().unwrap();
         let got: Vec<f32> = out.to_vec().unwrap().chunks(4).map(|c| c[0]).collect();
         assert_same(
@@ -1282,7 +1283,6 @@ fn dropping_textures_and_arrays_under_queued_kernels_is_safe() {
             &got,
             &data,
         );
-        release.store(true, Ordering::SeqCst);
         s2.synchronize().unwrap();
         drop(decoys);
         // The arrays' destruction (which waits for the whole device) is done before the next
