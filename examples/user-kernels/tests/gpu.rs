@@ -34,11 +34,12 @@ fn saxpy_matches_cpu_for_any_shape() {
         let a = r.i32(-8..8) as f32 * 0.25;
         let dx = DeviceBuffer::from_slice(&x).unwrap();
         let mut dy = DeviceBuffer::from_slice(&y).unwrap();
-        // Any launch shape: small grids stride, odd blocks, 3-D blocks.
-        // Shapes vary in x only: the kernel strides over x, so threads with another y or z
-        // (or blocks with another blockIdx.y) would each add a * x[i] to the same y[i] again
-        // (a read-modify-write race), which no CPU reference of one saxpy models.
-        let cfg = LaunchConfig::new(r.u32(1..200), r.u32(1..64));
+        // Any launch shape: small grids stride, odd blocks, 2-D grids and 3-D blocks (threads
+        // and blocks with a y or z index above 0 idle: they must not apply the update again).
+        let cfg = LaunchConfig::new(
+            (r.u32(1..200), r.u32(1..3), 1),
+            (r.u32(1..64), r.u32(1..3), r.u32(1..3)),
+        );
         saxpy::saxpy(&s, &cfg, &mut dy, &dx, a).unwrap();
         let mut want = y.clone();
         saxpy_cpu(&mut want, &x, a);
