@@ -64,7 +64,7 @@
 //!   whose uses (of the object and of the memory behind it) the launch notes.
 //! * `spin::spin` and `spin::spin_read_sum` run on thread (0, 0, 0) of block (0, 0, 0) only; the
 //!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`,
-//!   `simple_streams::mix_repeat`) and `params::*` are correct for any shape. (`spin::spin` spins
+//!   `simple_streams::mix_repeat`, `l2::hot_cold`) and `params::*` are correct for any shape. (`spin::spin` spins
 //!   as long as it is told to: a huge duration keeps the GPU busy, it does not fault.)
 //!
 //! ```no_run
@@ -208,6 +208,7 @@ mod tests {
             ("transpose_coalesced", BLOCK_32X8),
             ("transpose_no_bank_conflicts", BLOCK_32X8),
             ("vadd", &[]),
+            ("hot_cold", &[]),
             ("fetch_linear", &[]),
             ("fetch_linear_u", &[]),
             ("sample_1d", &[]),

@@ -113,6 +113,7 @@ pub mod texture;
 
 pub use event::{Event, EventFlags};
 pub use graph::{Graph, GraphExec, GraphNode};
+pub use l2::{AccessPolicyGuard, AccessPolicyWindow, AccessProperty};
 pub use memory::{
     copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
     PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
@@ -132,6 +133,7 @@ pub use texture::{
     AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, SurfaceObject,
     Texel, TexelScalar, TextureDesc, TextureObject,
 };
+pub mod l2;
 pub mod launch;
 pub mod library;
 pub mod module;

@@ -15,6 +15,7 @@ mod driver_errors;
 mod graphs;
 mod host_chunks;
 mod host_memory;
+mod l2;
 mod launch;
 mod library;
 mod memory;
@@ -86,6 +87,7 @@ fn main() {
         graphs::TESTS,
         host_chunks::TESTS,
         host_memory::TESTS,
+        l2::TESTS,
         launch::TESTS,
         library::TESTS,
         memory::TESTS,
