@@ -163,9 +163,11 @@ impl Stream {
                 hit: u32,
                 miss: u32,
             }
-            let p = std::ptr::addr_of!(v.accessPolicyWindow).cast::<RawWindow>();
+            // (The window member starts the union.)
+            let p = (&v as *const sys::CUstreamAttrValue).cast::<RawWindow>();
             // SAFETY: the driver wrote the window member, whose C layout `RawWindow` mirrors
-            // (pointer, size_t, float, two 32-bit enumerations); every field is plain data.
+            // (pointer, size_t, float, two 32-bit enumerations) at the union's start; every
+            // field is plain data.
             let w = unsafe { p.read() };
             Ok(AccessPolicyWindow {
                 base: w.base as usize as u64,
