@@ -571,7 +571,7 @@ pub struct cudaLaunchConfig_t {
 }
 
 /// The kernel's function in the current context (for the driver's launch calls that take one).
-fn function_of(a: &Entered, func: *const c_void) -> Result<sys::CUfunction, Error> {
+pub(crate) fn function_of(a: &Entered, func: *const c_void) -> Result<sys::CUfunction, Error> {
     let k = kernel_of_func(func)?;
     let mut f: sys::CUfunction = std::ptr::null_mut();
     // SAFETY: valid out-parameter; a kernel of a loaded library; context current.
