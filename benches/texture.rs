@@ -185,21 +185,33 @@ fn copy_2d(s: &mut Setup, way: Way, from_host: bool) {
             }
         }
         Way::Driver => {
-            // SAFETY: a plain C struct whose all-zero pattern is valid (the memory types are set
-            // below).
-            let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-            if from_host {
-                p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-                p.srcHost = src_host.cast();
-            } else {
-                p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                p.srcDevice = src_dev;
-            }
-            p.srcPitch = W * 4;
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
-            p.dstArray = s.array.as_raw();
-            p.WidthInBytes = W * 4;
-            p.Height = H;
+            // (Not `mem::zeroed`: the memory-type enumeration has no zero value.)
+            let p = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: if from_host {
+                    sys::CUmemorytype::CU_MEMORYTYPE_HOST
+                } else {
+                    sys::CUmemorytype::CU_MEMORYTYPE_DEVICE
+                },
+                srcHost: if from_host {
+                    src_host.cast()
+                } else {
+                    std::ptr::null()
+                },
+                srcDevice: if from_host { 0 } else { src_dev },
+                srcArray: std::ptr::null_mut(),
+                srcPitch: W * 4,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: 0,
+                dstArray: s.array.as_raw(),
+                dstPitch: 0,
+                WidthInBytes: W * 4,
+                Height: H,
+            };
             // SAFETY: both sides hold W x H floats; the array is live in the current context.
             unsafe {
                 ck(sys::cuMemcpy2D_v2(&p), "cuMemcpy2D");

@@ -401,8 +401,7 @@ export! {
             if !(0..=4).contains(&kind) {
                 return Err(fail(ErrorCode::InvalidMemcpyDirection, "cudaGraphAddMemcpyNode1D"));
             }
-            // SAFETY: all-zero is a valid (empty) descriptor, filled below.
-            let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            let mut p = crate::blank_copy_3d();
             p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
             p.srcDevice = dptr(src);
             p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;

@@ -23,6 +23,7 @@ use cuda_runtime::{Error, ErrorCode};
 
 include!(concat!(env!("OUT_DIR"), "/counts.rs"));
 
+mod copy3d;
 mod device;
 mod errors;
 mod event;
@@ -35,7 +36,7 @@ mod pools;
 mod props;
 mod register;
 pub(crate) mod stream;
-mod texture;
+pub(crate) mod texture;
 
 /// `cudaError_t`.
 pub type cudaError_t = i32;
@@ -172,4 +173,60 @@ pub(crate) fn stream_of(s: cudaStream_t, per_thread: bool) -> sys::CUstream {
 /// A host address as the driver's device pointer type (unified addressing).
 pub(crate) fn dptr(p: *const c_void) -> sys::CUdeviceptr {
     p as usize as sys::CUdeviceptr
+}
+
+/// An empty 2-D copy descriptor, filled in by the caller. (`mem::zeroed` is not one: the
+/// driver's memory-type enumeration has no zero value.)
+pub(crate) fn blank_copy_2d() -> sys::CUDA_MEMCPY2D {
+    let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: unified,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: unified,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: 0,
+        WidthInBytes: 0,
+        Height: 0,
+    }
+}
+
+/// An empty 3-D copy descriptor, filled in by the caller (see [`blank_copy_2d`]).
+pub(crate) fn blank_copy_3d() -> sys::CUDA_MEMCPY3D {
+    let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: unified,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: unified,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: 0,
+        Height: 0,
+        Depth: 0,
+    }
 }

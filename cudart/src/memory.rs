@@ -381,8 +381,7 @@ fn copy_2d(
     if width == 0 || height == 0 {
         return 0;
     }
-    // SAFETY: all-zero is a valid (empty) descriptor, filled below.
-    let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+    let mut p = crate::blank_copy_2d();
     p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
     p.srcDevice = dptr(src);
     p.srcPitch = spitch;
