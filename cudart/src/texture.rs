@@ -25,7 +25,7 @@ pub struct cudaExtent {
 
 /// The driver's format and channel count of a runtime channel description: 1, 2 or 4 channels
 /// of the same width, signed / unsigned 8, 16, 32 bits or float 16, 32 bits.
-fn format(
+pub(crate) fn format(
     d: &cudaChannelFormatDesc,
     call: &'static str,
 ) -> Result<(sys::CUarray_format, u32), Error> {
