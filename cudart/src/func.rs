@@ -134,17 +134,7 @@ export! {
     /// device.
     fn cudaFuncSetAttribute(func: *const c_void, attr: i32, value: i32) -> cudaError_t {
         code((|| {
-            let which = match attr {
-                8 => A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                9 => A::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                10 => A::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
-                11 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
-                12 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
-                13 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
-                14 => A::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                15 => A::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
-                _ => return Err(fail(ErrorCode::InvalidValue, "cudaFuncSetAttribute")),
-            };
+            let which = settable_attr(attr, "cudaFuncSetAttribute")?;
             let k = kernel_of_func(func)?;
             let a = Entered::current()?;
             // SAFETY: a kernel handle of a loaded library; the entered device.
@@ -154,6 +144,21 @@ export! {
             )
         })())
     }
+}
+
+/// The driver's attribute of a settable `cudaFuncAttribute` (8..=15: the same numbers).
+pub(crate) fn settable_attr(attr: i32, call: &'static str) -> Result<A, Error> {
+    Ok(match attr {
+        8 => A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        9 => A::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+        10 => A::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+        11 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+        12 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+        13 => A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+        14 => A::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+        15 => A::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+        _ => return Err(fail(ErrorCode::InvalidValue, call)),
+    })
 }
 
 export! {

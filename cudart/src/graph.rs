@@ -64,7 +64,7 @@ pub struct cudaHostNodeParams {
     pub userData: *mut c_void,
 }
 
-fn capture_mode(mode: i32) -> Result<sys::CUstreamCaptureMode, Error> {
+pub(crate) fn capture_mode(mode: i32) -> Result<sys::CUstreamCaptureMode, Error> {
     use sys::CUstreamCaptureMode as M;
     Ok(match mode {
         0 => M::CU_STREAM_CAPTURE_MODE_GLOBAL,
