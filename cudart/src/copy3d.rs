@@ -169,16 +169,13 @@ fn side(
     }
 }
 
-/// The driver's descriptor of a runtime 3-D copy (`None` when the extent is empty).
+/// The driver's descriptor of a runtime 3-D copy.
 fn descriptor(
     src: Side,
     dst: Side,
     extent: cudaExtent,
     call: &'static str,
-) -> Result<Option<sys::CUDA_MEMCPY3D>, Error> {
-    if extent.width == 0 || extent.height == 0 || extent.depth == 0 {
-        return Ok(None);
-    }
+) -> Result<sys::CUDA_MEMCPY3D, Error> {
     let elem = match (src.elem, dst.elem) {
         (Some(a), Some(b)) if a != b => return Err(fail(ErrorCode::InvalidValue, call)),
         (Some(a), _) | (None, Some(a)) => a,
@@ -213,7 +210,113 @@ fn descriptor(
     p.WidthInBytes = width;
     p.Height = extent.height;
     p.Depth = extent.depth;
-    Ok(Some(p))
+    Ok(p)
+}
+
+/// The driver's descriptor of a runtime parameter block (checked: one side each, kind, units).
+pub(crate) fn params_3d(
+    p: &cudaMemcpy3DParms,
+    call: &'static str,
+) -> Result<sys::CUDA_MEMCPY3D, Error> {
+    if !(0..=4).contains(&p.kind) {
+        return Err(fail(ErrorCode::InvalidMemcpyDirection, call));
+    }
+    let src = side(p.srcArray, p.srcPos, p.srcPtr, call)?;
+    let dst = side(p.dstArray, p.dstPos, p.dstPtr, call)?;
+    descriptor(src, dst, p.extent, call)
+}
+
+/// The runtime's parameter block of a driver descriptor (array sides back in elements; the
+/// kind is `cudaMemcpyDefault`, the direction being the addresses').
+pub(crate) fn params_of(d: &sys::CUDA_MEMCPY3D) -> Result<cudaMemcpy3DParms, Error> {
+    use sys::CUmemorytype as M;
+    let call = "cudaGraphMemcpyNodeGetParams";
+    let elem = |a: sys::CUarray| array_desc(a, call).map(|(_, e)| e);
+    let mut width_elem = 1;
+    let mut side = |ty: M,
+                    array: sys::CUarray,
+                    x: usize,
+                    y: usize,
+                    z: usize,
+                    host: *const c_void,
+                    dev: sys::CUdeviceptr,
+                    pitch: usize,
+                    height: usize|
+     -> Result<(cudaArray_t, cudaPos, cudaPitchedPtr), Error> {
+        let none = cudaPitchedPtr {
+            ptr: std::ptr::null_mut(),
+            pitch: 0,
+            xsize: 0,
+            ysize: 0,
+        };
+        Ok(match ty {
+            M::CU_MEMORYTYPE_ARRAY => {
+                let e = elem(array)?;
+                width_elem = e;
+                (array, cudaPos { x: x / e, y, z }, none)
+            }
+            M::CU_MEMORYTYPE_HOST => (
+                std::ptr::null_mut(),
+                cudaPos { x, y, z },
+                cudaPitchedPtr {
+                    ptr: host.cast_mut(),
+                    pitch,
+                    xsize: d.WidthInBytes,
+                    ysize: height,
+                },
+            ),
+            _ => (
+                std::ptr::null_mut(),
+                cudaPos { x, y, z },
+                cudaPitchedPtr {
+                    ptr: dev as usize as *mut c_void,
+                    pitch,
+                    xsize: d.WidthInBytes,
+                    ysize: height,
+                },
+            ),
+        })
+    };
+    let (sa, sp, sptr) = side(
+        d.srcMemoryType,
+        d.srcArray,
+        d.srcXInBytes,
+        d.srcY,
+        d.srcZ,
+        d.srcHost,
+        d.srcDevice,
+        d.srcPitch,
+        d.srcHeight,
+    )?;
+    let (da, dp, dptr_) = side(
+        d.dstMemoryType,
+        d.dstArray,
+        d.dstXInBytes,
+        d.dstY,
+        d.dstZ,
+        d.dstHost.cast_const(),
+        d.dstDevice,
+        d.dstPitch,
+        d.dstHeight,
+    )?;
+    Ok(cudaMemcpy3DParms {
+        srcArray: sa,
+        srcPos: sp,
+        srcPtr: sptr,
+        dstArray: da,
+        dstPos: dp,
+        dstPtr: dptr_,
+        extent: cudaExtent {
+            width: d.WidthInBytes / width_elem,
+            height: d.Height,
+            depth: d.Depth,
+        },
+        kind: 4,
+    })
+}
+
+fn empty(e: cudaExtent) -> bool {
+    e.width == 0 || e.height == 0 || e.depth == 0
 }
 
 /// How a copy or set is queued: synchronously on the legacy stream, on a stream, or on the
@@ -260,8 +363,8 @@ fn memcpy_3d(p: *const cudaMemcpy3DParms, on: On) -> cudaError_t {
     })();
     match d {
         Err(e) => code(Err(e)),
-        Ok(None) => 0,
-        Ok(Some(d)) => run_3d(&d, on),
+        Ok(_) if empty(p.extent) => 0,
+        Ok(d) => run_3d(&d, on),
     }
 }
 
@@ -304,9 +407,10 @@ fn memcpy_3d_peer(p: *const cudaMemcpy3DPeerParms, on: On) -> cudaError_t {
         let d = Entered::device(p.dstDevice)?;
         let src = side(p.srcArray, p.srcPos, p.srcPtr, CALL)?;
         let dst = side(p.dstArray, p.dstPos, p.dstPtr, CALL)?;
-        let Some(c) = descriptor(src, dst, p.extent, CALL)? else {
+        let c = descriptor(src, dst, p.extent, CALL)?;
+        if empty(p.extent) {
             return Ok(());
-        };
+        }
         let q = sys::CUDA_MEMCPY3D_PEER {
             srcXInBytes: c.srcXInBytes,
             srcY: c.srcY,
@@ -1011,13 +1115,111 @@ mod tests {
             height: 3,
             depth: 2,
         };
-        let d = descriptor(lin(64), lin(128), ext(64), "t")
-            .unwrap()
-            .unwrap();
+        let d = descriptor(lin(64), lin(128), ext(64), "t").unwrap();
         assert_eq!((d.WidthInBytes, d.Height, d.Depth), (64, 3, 2));
         assert_eq!((d.srcPitch, d.dstPitch, d.srcHeight), (64, 128, 4));
         let e = descriptor(lin(64), lin(128), ext(65), "t").err();
         assert_eq!(e.map(|e| e.code()), Some(ErrorCode::InvalidPitchValue));
-        assert!(descriptor(lin(64), lin(64), ext(0), "t").unwrap().is_none());
+        assert!(empty(ext(0)) && !empty(ext(1)));
+    }
+
+    #[test]
+    fn linear_parameters_round_trip() {
+        // Random linear boxes: runtime block -> driver descriptor -> runtime block.
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = |m: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as usize % m
+        };
+        for _ in 0..200 {
+            let w = 1 + next(300);
+            let (sp, dp) = (w + next(64), w + next(64));
+            let p = cudaMemcpy3DParms {
+                srcArray: std::ptr::null_mut(),
+                srcPos: cudaPos {
+                    x: next(50),
+                    y: next(9),
+                    z: next(4),
+                },
+                srcPtr: cudaPitchedPtr {
+                    ptr: (4096 * (1 + next(1000))) as *mut c_void,
+                    pitch: sp,
+                    xsize: w,
+                    ysize: 10 + next(5),
+                },
+                dstArray: std::ptr::null_mut(),
+                dstPos: cudaPos {
+                    x: next(50),
+                    y: next(9),
+                    z: next(4),
+                },
+                dstPtr: cudaPitchedPtr {
+                    ptr: (4096 * (1 + next(1000))) as *mut c_void,
+                    pitch: dp,
+                    xsize: w,
+                    ysize: 10 + next(5),
+                },
+                extent: cudaExtent {
+                    width: w,
+                    height: 1 + next(9),
+                    depth: 1 + next(4),
+                },
+                kind: 3,
+            };
+            let d = params_3d(&p, "t").unwrap();
+            let q = params_of(&d).unwrap();
+            assert_eq!(
+                (q.srcPos.x, q.srcPos.y, q.srcPos.z),
+                (p.srcPos.x, p.srcPos.y, p.srcPos.z)
+            );
+            assert_eq!(
+                (q.dstPos.x, q.dstPos.y, q.dstPos.z),
+                (p.dstPos.x, p.dstPos.y, p.dstPos.z)
+            );
+            assert_eq!(
+                (q.srcPtr.ptr, q.srcPtr.pitch, q.srcPtr.ysize),
+                (p.srcPtr.ptr, sp, p.srcPtr.ysize)
+            );
+            assert_eq!(
+                (q.dstPtr.ptr, q.dstPtr.pitch, q.dstPtr.ysize),
+                (p.dstPtr.ptr, dp, p.dstPtr.ysize)
+            );
+            assert_eq!(
+                (q.extent.width, q.extent.height, q.extent.depth),
+                (w, p.extent.height, p.extent.depth)
+            );
+            assert_eq!(q.kind, 4);
+        }
+        let bad = cudaMemcpy3DParms {
+            kind: 9,
+            ..cudaMemcpy3DParms {
+                srcArray: std::ptr::null_mut(),
+                srcPos: cudaPos::default(),
+                srcPtr: cudaPitchedPtr {
+                    ptr: 64 as *mut c_void,
+                    pitch: 8,
+                    xsize: 8,
+                    ysize: 1,
+                },
+                dstArray: std::ptr::null_mut(),
+                dstPos: cudaPos::default(),
+                dstPtr: cudaPitchedPtr {
+                    ptr: 128 as *mut c_void,
+                    pitch: 8,
+                    xsize: 8,
+                    ysize: 1,
+                },
+                extent: cudaExtent {
+                    width: 8,
+                    height: 1,
+                    depth: 1,
+                },
+                kind: 1,
+            }
+        };
+        assert_eq!(
+            params_3d(&bad, "t").err().map(|e| e.code()),
+            Some(ErrorCode::InvalidMemcpyDirection)
+        );
     }
 }

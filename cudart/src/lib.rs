@@ -34,6 +34,7 @@ mod interop;
 mod library;
 pub(crate) mod memory;
 mod more;
+mod nodes;
 mod pools;
 pub(crate) mod props;
 mod register;

@@ -464,7 +464,7 @@ export! {
 }
 
 /// The device address of `count` bytes at `offset` in a symbol, checked against its size.
-fn symbol_range(
+pub(crate) fn symbol_range(
     sym: *const c_void,
     count: usize,
     offset: usize,
@@ -731,4 +731,18 @@ export! {
     fn cudaMemcpyFromSymbolAsync_ptsz(dst: *mut c_void, symbol_: *const c_void, count: usize, offset: usize, kind: i32, stream: cudaStream_t) -> cudaError_t {
         symbol_copy(false, symbol_, dst, count, offset, kind, Some((stream, true)))
     }
+}
+
+/// The host stub registered for a kernel handle, or the handle itself when none was (a
+/// `cudaKernel_t` is accepted wherever a stub is): the runtime's `func` of a kernel node.
+pub(crate) fn stub_of_kernel(k: sys::CUkernel) -> *mut c_void {
+    FUNCS
+        .read()
+        .as_ref()
+        .and_then(|m| {
+            m.iter()
+                .find(|(_, f)| f.kernel.get() == Some(&(k as usize)))
+                .map(|(stub, _)| *stub as *mut c_void)
+        })
+        .unwrap_or(k.cast())
 }
