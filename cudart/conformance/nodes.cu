@@ -105,6 +105,42 @@ int main() {
   STEP(cudaStreamSynchronize(s));
   check("memcpy node from symbol", tb2 == t);
 
+  // Generic node calls: a kernel node and a memcpy node through cudaGraphAddNode.
+  cudaGraph_t g4;
+  STEP(cudaGraphCreate(&g4, 0));
+  alignas(cudaGraphNodeParams) unsigned char np_bytes[sizeof(cudaGraphNodeParams)] = {};
+  cudaGraphNodeParams& np = *reinterpret_cast<cudaGraphNodeParams*>(np_bytes);
+  np.type = cudaGraphNodeTypeKernel;
+  np.kernel.func = (void*)twice;
+  np.kernel.gridDim = dim3(N / 256);
+  np.kernel.blockDim = dim3(256);
+  void* args4[] = {&in, &outp, &n};
+  np.kernel.kernelParams = args4;
+  cudaGraphNode_t gk, gc;
+  STEP(cudaGraphAddNode(&gk, g4, nullptr, nullptr, 0, &np));
+  std::vector<int> via(N, 0);
+  memset(&np, 0, sizeof np);
+  np.type = cudaGraphNodeTypeMemcpy;
+  np.memcpy.copyParams.srcPtr = make_cudaPitchedPtr(outp, N * 4, N, 1);
+  np.memcpy.copyParams.dstPtr = make_cudaPitchedPtr(via.data(), N * 4, N, 1);
+  np.memcpy.copyParams.extent = make_cudaExtent(N * 4, 1, 1);
+  np.memcpy.copyParams.kind = cudaMemcpyDeviceToHost;
+  STEP(cudaGraphAddNode(&gc, g4, &gk, nullptr, 1, &np));
+  memset(&np, 0, sizeof np);
+  np.type = (cudaGraphNodeType)77;
+  cudaGraphNode_t bad;
+  STEP(cudaGraphAddNode(&bad, g4, nullptr, nullptr, 0, &np));
+  STEP(cudaGetLastError());
+  cudaGraphExec_t e4;
+  STEP(cudaGraphInstantiate(&e4, g4, 0));
+  STEP(cudaGraphLaunch(e4, s));
+  STEP(cudaStreamSynchronize(s));
+  ok = true;
+  for (int i = 0; i < N; i++) ok &= via[i] == 2 * h[i] + t[i % 256];
+  check("generic kernel and memcpy nodes", ok);
+  STEP(cudaGraphExecDestroy(e4));
+  STEP(cudaGraphDestroy(g4));
+
   // Texture and surface object queries.
   cudaArray_t a;
   cudaChannelFormatDesc d2 = cudaCreateChannelDesc<float2>();

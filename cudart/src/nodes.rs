@@ -703,3 +703,162 @@ mod tests {
         assert_eq!((p.desc.x, p.desc.y, p.desc.z, p.desc.f), (32, 32, 0, 2));
     }
 }
+
+// ---- Generic node parameters (`cudaGraphNodeParams`, 256 bytes) -------------------------------
+
+/// A `cudaGraphNodeParams` / `CUgraphNodeParams` block as bytes (both are 256 bytes, the type at
+/// 0 and the union at 16; which members differ, and where, was measured with gcc on the 13.0
+/// headers).
+#[repr(C, align(8))]
+struct RawNode([u8; 256]);
+
+const UNION: usize = 16;
+
+impl RawNode {
+    fn put<T: Copy>(&mut self, at: usize, v: T) {
+        assert!(at + std::mem::size_of::<T>() <= 256);
+        // SAFETY: in bounds (checked above); unaligned writes of plain data.
+        unsafe { std::ptr::write_unaligned(self.0.as_mut_ptr().add(at).cast::<T>(), v) }
+    }
+    fn get<T: Copy>(&self, at: usize) -> T {
+        assert!(at + std::mem::size_of::<T>() <= 256);
+        // SAFETY: in bounds; every `T` read here is plain data valid for any bytes (integers,
+        // pointers, the runtime's copy parameters).
+        unsafe { std::ptr::read_unaligned(self.0.as_ptr().add(at).cast::<T>()) }
+    }
+}
+
+/// The driver's block for a runtime one: kernel nodes name the kernel of the stub, copies are
+/// translated and every member that carries a context gets the current one.
+fn driver_node(p: *const c_void, a: &Entered, call: &'static str) -> Result<RawNode, Error> {
+    if p.is_null() {
+        return Err(fail(ErrorCode::InvalidValue, call));
+    }
+    let mut n = RawNode([0; 256]);
+    // SAFETY: C callers pass a readable 256-byte `cudaGraphNodeParams`.
+    unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), n.0.as_mut_ptr(), 256) };
+    let ctx = a.context();
+    match n.get::<i32>(0) {
+        0 => {
+            // Kernel: `func` (a stub or kernel handle) becomes `kern`; func and ctx null.
+            let func: *const c_void = n.get(UNION);
+            let k = crate::register::kernel_of_func(func)?;
+            n.put(UNION, std::ptr::null_mut::<c_void>());
+            n.put(UNION + 56, k);
+            n.put(UNION + 64, std::ptr::null_mut::<c_void>());
+        }
+        1 => {
+            // Memcpy: flags stay; the runtime's 3-D parameters become the driver's descriptor.
+            let rt: cudaMemcpy3DParms = n.get(UNION + 16);
+            let d = params_3d(&rt, call)?;
+            n.put(UNION + 4, 0i32);
+            n.put(UNION + 8, ctx);
+            n.put(UNION + 16, d);
+        }
+        2 => n.put(UNION + 40, ctx),  // memset: context
+        13 => n.put(UNION + 24, ctx), // conditional: context
+        3..=12 => {}                  // the same layout on both sides
+        _ => return Err(fail(ErrorCode::InvalidValue, call)),
+    }
+    Ok(n)
+}
+
+export! {
+    /// `cudaGraphAddNode` (any node kind, with optional edge data).
+    fn cudaGraphAddNode(pGraphNode: *mut cudaGraphNode_t, graph: cudaGraph_t, pDependencies: *const cudaGraphNode_t, dependencyData: *const c_void, numDependencies: usize, nodeParams: *mut c_void) -> cudaError_t {
+        const CALL: &str = "cudaGraphAddNode";
+        code((|| {
+            let o = out(pGraphNode, CALL)?;
+            deps(pDependencies, numDependencies, CALL)?;
+            let a = Entered::current()?;
+            let mut n = driver_node(nodeParams, &a, CALL)?;
+            // SAFETY: valid out-parameter; the caller's graph, dependencies and edge data; a
+            // block of the driver's layout.
+            a.check(
+                unsafe { sys::cuGraphAddNode_v2(o, graph, pDependencies, dependencyData.cast(), numDependencies, n.0.as_mut_ptr().cast()) },
+                "cuGraphAddNode",
+            )?;
+            if n.get::<i32>(0) == 10 {
+                // An allocation node: the driver wrote the address into the block; hand it back
+                // (the runtime's allocation parameters are the driver's layout).
+                // SAFETY: the caller's writable 256-byte block.
+                unsafe { std::ptr::copy_nonoverlapping(n.0.as_ptr().add(UNION), nodeParams.cast::<u8>().add(UNION), 232) };
+            }
+            Ok(())
+        })())
+    }
+}
+
+export! {
+    /// `cudaGraphNodeSetParams`.
+    fn cudaGraphNodeSetParams(node: cudaGraphNode_t, nodeParams: *mut c_void) -> cudaError_t {
+        code((|| {
+            let a = Entered::current()?;
+            let mut n = driver_node(nodeParams, &a, "cudaGraphNodeSetParams")?;
+            // SAFETY: the caller's node; a block of the driver's layout.
+            a.check(unsafe { sys::cuGraphNodeSetParams(node, n.0.as_mut_ptr().cast()) }, "cuGraphNodeSetParams")
+        })())
+    }
+}
+
+export! {
+    /// `cudaGraphExecNodeSetParams`.
+    fn cudaGraphExecNodeSetParams(graphExec: cudaGraphExec_t, node: cudaGraphNode_t, nodeParams: *mut c_void) -> cudaError_t {
+        code((|| {
+            let a = Entered::current()?;
+            let mut n = driver_node(nodeParams, &a, "cudaGraphExecNodeSetParams")?;
+            // SAFETY: the caller's executable and node; a block of the driver's layout.
+            a.check(unsafe { sys::cuGraphExecNodeSetParams(graphExec, node, n.0.as_mut_ptr().cast()) }, "cuGraphExecNodeSetParams")
+        })())
+    }
+}
+
+#[cfg(test)]
+mod generic_tests {
+    use super::*;
+
+    #[test]
+    fn node_blocks_have_the_measured_offsets() {
+        assert_eq!(std::mem::size_of::<sys::CUgraphNodeParams>(), 256);
+        assert_eq!(std::mem::size_of::<sys::CUDA_MEMCPY3D>(), 200);
+        assert_eq!(std::mem::size_of::<cudaMemcpy3DParms>(), 160);
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_KERNEL_NODE_PARAMS_v3, kern),
+            56
+        );
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_KERNEL_NODE_PARAMS_v3, ctx),
+            64
+        );
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_MEMCPY_NODE_PARAMS, copyCtx),
+            8
+        );
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_MEMCPY_NODE_PARAMS, copyParams),
+            16
+        );
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_MEMSET_NODE_PARAMS_v2, ctx),
+            40
+        );
+        assert_eq!(
+            std::mem::offset_of!(sys::CUDA_CONDITIONAL_NODE_PARAMS, ctx),
+            24
+        );
+    }
+
+    #[test]
+    fn bytes_round_trip_at_any_offset() {
+        let mut n = RawNode([0; 256]);
+        let mut seed = 7u64;
+        for _ in 0..100 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = (seed >> 40) as usize % 248;
+            n.put(at, seed);
+            assert_eq!(n.get::<u64>(at), seed);
+        }
+    }
+}
