@@ -153,6 +153,16 @@ int main() {
   size_t logsize = sizeof logbuf;
   STEP(cudaLogsDumpToMemory(&it, logbuf, &logsize, 0));
 
+  // Graphics resources without a graphics API: the refusals.
+  STEP(cudaGraphicsUnregisterResource(nullptr));
+  STEP(cudaGetLastError());
+  STEP(cudaGraphicsMapResources(0, nullptr, 0));
+  STEP(cudaGraphicsResourceSetMapFlags(nullptr, 5));
+  STEP(cudaGetLastError());
+  void* gp = nullptr;
+  STEP(cudaGraphicsResourceGetMappedPointer(&gp, nullptr, nullptr));
+  STEP(cudaGetLastError());
+
   // Batched copies and prefetches.
   int *d1, *d2;
   STEP(cudaMalloc(&d1, 4096));
