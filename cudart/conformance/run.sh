@@ -17,9 +17,23 @@ cp "$ours/libcudart.so" "$work/ours/libcudart.so.13"
 ln -sf "$theirs/libcudart.so.13" "$work/theirs/libcudart.so"
 cp "$theirs"/libcudadevrt.a "$work/theirs/" 2>/dev/null || true
 fail=0
+jobs=${JOBS:-$(nproc)}
+# Build every program first, `jobs` at a time, then run each on both libraries.
+build() {
+  local src=$1 name
+  name=$(basename "$src" .cu)
+  if "$nvcc" -O2 -arch=sm_90 -cudart shared -I"$here" "$src" -o "$work/$name" -L"$work/theirs" -L"$theirs" > "$work/$name.build" 2>&1; then
+    touch "$work/$name.built"
+  fi
+}
+for src in "$here"/*.cu; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  build "$src" &
+done
+wait
 for src in "$here"/*.cu; do
   name=$(basename "$src" .cu)
-  if ! "$nvcc" -O2 -arch=sm_90 -cudart shared -I"$here" "$src" -o "$work/$name" -L"$work/theirs" -L"$theirs" > "$work/$name.build" 2>&1; then
+  if [ ! -e "$work/$name.built" ]; then
     echo "BUILD FAILED $name"; cat "$work/$name.build"; fail=1; continue
   fi
   LD_LIBRARY_PATH="$work/theirs:$theirs" timeout 120 "$work/$name" > "$work/$name.theirs" 2>&1; rt=$?

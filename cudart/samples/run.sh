@@ -15,14 +15,28 @@ work=$(mktemp -d); mkdir -p "$work/ours"
 cp "$ours/libcudart.so" "$work/ours/libcudart.so.13"
 norm() { sed -E 's/[0-9]+\.[0-9]+ *(ms|msec|us|s|sec|GB\/s|GFlop\/s|Mpixels\/sec)/<t>/g; s/0x[0-9a-f]+/<addr>/g; s/(Time|time|Throughput|Performance|Elapsed|elapsed|Bandwidth)[^\n]*/<timing line>/' "$1"; }
 same=0; differ=0; failed_build=0
-for p in $(grep -v '^#' "$here/list.txt"); do
+jobs=${JOBS:-$(nproc)}
+# Build every sample first, `jobs` at a time (the GPU machine has 16 cores), then run them.
+build() {
+  local p=$1 name dir srcs
   name=$(basename "$p"); dir="$samples/$p"
   srcs=$(ls "$dir"/*.cu "$dir"/*.cpp 2>/dev/null)
-  if ! "$nvcc" -O2 -std=c++17 -arch=sm_90 -rdc=true -cudart shared --extended-lambda -I"$samples/Common" -I"$dir" $srcs -o "$work/$name" -L"$theirs" > "$work/$name.build" 2>&1; then
+  if "$nvcc" -O2 -std=c++17 -arch=sm_90 -rdc=true -cudart shared --extended-lambda -I"$samples/Common" -I"$dir" $srcs -o "$work/$name" -L"$theirs" > "$work/$name.build" 2>&1; then
+    touch "$work/$name.built"
+  fi
+}
+for p in $(grep -v '^#' "$here/list.txt"); do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  build "$p" &
+done
+wait
+for p in $(grep -v '^#' "$here/list.txt"); do
+  name=$(basename "$p"); dir="$samples/$p"
+  if [ ! -e "$work/$name.built" ]; then
     echo "BUILD FAILED $name: $(tail -2 "$work/$name.build" | tr '\n' ' ')"; failed_build=$((failed_build+1)); continue
   fi
-  (cd "$dir" && LD_LIBRARY_PATH="$theirs" timeout 120 "$work/$name" > "$work/$name.theirs" 2>&1); rt=$?
-  (cd "$dir" && LD_LIBRARY_PATH="$work/ours" timeout 120 "$work/$name" > "$work/$name.ours" 2>&1); ro=$?
+  (cd "$dir" && LD_LIBRARY_PATH="$theirs" timeout "${RUN_TIMEOUT:-60}" "$work/$name" > "$work/$name.theirs" 2>&1); rt=$?
+  (cd "$dir" && LD_LIBRARY_PATH="$work/ours" timeout "${RUN_TIMEOUT:-60}" "$work/$name" > "$work/$name.ours" 2>&1); ro=$?
   if [ $rt -eq $ro ] && diff -q <(norm "$work/$name.theirs") <(norm "$work/$name.ours") > /dev/null; then
     echo "same     $name (exit $ro)"; same=$((same+1))
   else
