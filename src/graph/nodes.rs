@@ -5,7 +5,7 @@ use std::mem::size_of;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::keep::{self, Bundle, Token};
+use super::keep::{self, Bundle, KeyedBundle, Token};
 use super::{
     admit_memory, host_node_trampoline, node_list, DotFlags, Graph, GraphNode, GraphNodeType,
     HostNode, MemsetValue,
@@ -27,7 +27,7 @@ pub(crate) fn kernel_bundle(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
     call: &'static str,
-) -> Result<Bundle> {
+) -> Result<KeyedBundle> {
     // Reads launch limits (driver calls) before anything else: never inside a host function.
     if context::in_host_fn() {
         return Err(Error::InHostFunction { call });
@@ -49,7 +49,8 @@ pub(crate) fn kernel_bundle(
         });
     }
     launch::validate(config, &context::device_state(device)?.launch_limits()?)?;
-    let mut bundle: Bundle = vec![Box::new(function.clone())];
+    let fkey = Some((keep::KEY_FUNCTION, function.as_raw() as usize));
+    let mut bundle: KeyedBundle = vec![(fkey, Box::new(function.clone()))];
     for arg in args {
         if arg.also.is_some() {
             // The graph would keep the object's tracker, not the object: its handle could be
@@ -61,11 +62,23 @@ pub(crate) fn kernel_bundle(
             });
         }
         if let Some(u) = arg.used {
-            let t: Token = Box::new(admit_memory(u.alloc, device, generation, call)?);
-            bundle.push(t);
+            bundle.push(keyed(admit_memory(u.alloc, device, generation, call)?));
         }
     }
     Ok(bundle)
+}
+
+/// A memory token with its key (the keep-alive object's address).
+pub(crate) fn keyed(t: Arc<crate::memory::AllocKeep>) -> (keep::Key, Token) {
+    (
+        Some((keep::KEY_ALLOC, Arc::as_ptr(&t) as usize)),
+        Box::new(t),
+    )
+}
+
+/// Strips the keys of a bundle (a node's own bundle needs none).
+pub(crate) fn unkeyed(b: KeyedBundle) -> Bundle {
+    b.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The driver's kernel node parameters; `ptrs` must outlive their use.
@@ -92,6 +105,132 @@ pub(crate) fn kernel_params(
         kern: std::ptr::null_mut(),
         ctx: std::ptr::null_mut(),
     }
+}
+
+/// Checks a memset of `dst` to `value` for a node of a graph on `device`; its parameters and
+/// the token of the memory.
+pub(crate) fn memset_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &mut (impl DeviceWrite<T> + ?Sized),
+    value: MemsetValue,
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMSET_NODE_PARAMS, KeyedBundle)> {
+    let (elem, pattern) = value.parts();
+    let bytes = dst.len() * size_of::<T>();
+    let ptr = dst.device_ptr();
+    check_memset(bytes, ptr, elem, call)?;
+    let token = keyed(admit_memory(dst.allocation(), device, generation, call)?);
+    let params = sys::CUDA_MEMSET_NODE_PARAMS {
+        dst: ptr,
+        pitch: bytes,
+        value: pattern,
+        elementSize: elem as u32,
+        width: bytes / elem,
+        height: 1,
+    };
+    Ok((params, vec![token]))
+}
+
+/// The memset shape rule: non-empty, size and address multiples of the element size.
+pub(crate) fn check_memset(bytes: usize, ptr: u64, elem: usize, call: &'static str) -> Result<()> {
+    if bytes == 0 || !bytes.is_multiple_of(elem) || !ptr.is_multiple_of(elem as u64) {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("{bytes} bytes at {ptr:#x}, element size {elem}"),
+            reason: "the memory must be non-empty, and its size and address multiples of the \
+                     element size",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a device-to-device copy for a node of a graph on `device`; its parameters and the
+/// tokens of both sides.
+pub(crate) fn memcpy_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &mut (impl DeviceWrite<T> + ?Sized),
+    src: &(impl DeviceRead<T> + ?Sized),
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMCPY3D, KeyedBundle)> {
+    if dst.len() != src.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: dst.len(),
+            actual: src.len(),
+        });
+    }
+    let bytes = dst.len() * size_of::<T>();
+    if bytes == 0 {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: "0 bytes".into(),
+            reason: "a copy node must copy something (add an empty node instead)",
+        });
+    }
+    let dt = keyed(admit_memory(dst.allocation(), device, generation, call)?);
+    let st = keyed(admit_memory(src.allocation(), device, generation, call)?);
+    let mut params = memcpy3d_zeroed();
+    params.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    params.srcDevice = src.device_ptr();
+    params.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    params.dstDevice = dst.device_ptr();
+    params.WidthInBytes = bytes;
+    params.Height = 1;
+    params.Depth = 1;
+    Ok((params, vec![dt, st]))
+}
+
+/// A `CUDA_MEMCPY3D` with every field zero or null (device memory on both sides, nothing to
+/// copy), to be filled in.
+pub(crate) fn memcpy3d_zeroed() -> sys::CUDA_MEMCPY3D {
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: device,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: device,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: 0,
+        Height: 0,
+        Depth: 0,
+    }
+}
+
+/// A host node's parameters and the token that owns its closure.
+pub(crate) fn host_params<F: Fn() + Send + Sync + 'static>(
+    device: i32,
+    f: F,
+) -> (sys::CUDA_HOST_NODE_PARAMS, Token) {
+    let node = Box::new(HostNode {
+        f: Box::new(f),
+        device,
+    });
+    // The box's address does not change when it moves into the bundle.
+    let data: *const HostNode = &*node;
+    let params = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(host_node_trampoline),
+        userData: data.cast_mut().cast(),
+    };
+    (params, node)
 }
 
 impl Graph {
@@ -141,7 +280,9 @@ impl Graph {
         const CALL: &str = "cudaGraphAddKernelNode";
         record((|| {
             let (device, generation) = (self.shared.device, self.shared.generation);
-            let bundle = kernel_bundle(device, generation, function, config, args, CALL)?;
+            let bundle = unkeyed(kernel_bundle(
+                device, generation, function, config, args, CALL,
+            )?);
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
             self.add_node(CALL, deps, bundle, |_, out, g, d, n| {
@@ -168,33 +309,15 @@ impl Graph {
     ) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddMemsetNode";
         record((|| {
-            let (elem, pattern) = value.parts();
-            let bytes = dst.len() * size_of::<T>();
-            let ptr = dst.device_ptr();
-            if bytes == 0 || !bytes.is_multiple_of(elem) || ptr % elem as u64 != 0 {
-                return Err(Error::InvalidValue {
-                    what: CALL,
-                    value: format!("{bytes} bytes at {ptr:#x}, element size {elem}"),
-                    reason: "the memory must be non-empty, and its size and address multiples \
-                             of the element size",
-                });
-            }
-            let token: Token = Box::new(admit_memory(
-                dst.allocation(),
+            let (params, bundle) = memset_params(
                 self.shared.device,
                 self.shared.generation,
+                dst,
+                value,
                 CALL,
-            )?);
-            let params = sys::CUDA_MEMSET_NODE_PARAMS {
-                dst: ptr,
-                pitch: bytes,
-                value: pattern,
-                elementSize: elem as u32,
-                width: bytes / elem,
-                height: 1,
-            };
-            self.add_node(CALL, deps, vec![token], |a, out, g, d, n| {
-                // SAFETY: `width` elements from `ptr` lie in live device memory of the graph's
+            )?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
+                // SAFETY: `width` elements from `dst` lie in live device memory of the graph's
                 // context (checked), kept by the bundle.
                 unsafe { sys::cuGraphAddMemsetNode(out, g, d, n, &params, a.ctx_raw()) }
             })
@@ -219,53 +342,9 @@ impl Graph {
     ) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddMemcpyNode1D";
         record((|| {
-            if dst.len() != src.len() {
-                return Err(Error::LengthMismatch {
-                    what: CALL,
-                    expected: dst.len(),
-                    actual: src.len(),
-                });
-            }
-            let bytes = dst.len() * size_of::<T>();
-            if bytes == 0 {
-                return Err(Error::InvalidValue {
-                    what: CALL,
-                    value: "0 bytes".into(),
-                    reason: "a copy node must copy something (add an empty node instead)",
-                });
-            }
-            let (dev, generation) = (self.shared.device, self.shared.generation);
-            let dt: Token = Box::new(admit_memory(dst.allocation(), dev, generation, CALL)?);
-            let st: Token = Box::new(admit_memory(src.allocation(), dev, generation, CALL)?);
-            let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            let params = sys::CUDA_MEMCPY3D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcZ: 0,
-                srcLOD: 0,
-                srcMemoryType: device,
-                srcHost: std::ptr::null(),
-                srcDevice: src.device_ptr(),
-                srcArray: std::ptr::null_mut(),
-                reserved0: std::ptr::null_mut(),
-                srcPitch: 0,
-                srcHeight: 0,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstZ: 0,
-                dstLOD: 0,
-                dstMemoryType: device,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst.device_ptr(),
-                dstArray: std::ptr::null_mut(),
-                reserved1: std::ptr::null_mut(),
-                dstPitch: 0,
-                dstHeight: 0,
-                WidthInBytes: bytes,
-                Height: 1,
-                Depth: 1,
-            };
-            self.add_node(CALL, deps, vec![dt, st], |a, out, g, d, n| {
+            let (params, bundle) =
+                memcpy_params(self.shared.device, self.shared.generation, dst, src, CALL)?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
                 // SAFETY: both ranges are `bytes` bytes of live device memory of the graph's
                 // context (lengths and devices checked), kept by the bundle; `dst` is borrowed
                 // exclusively, so they do not overlap.
@@ -289,17 +368,7 @@ impl Graph {
         deps: &[GraphNode],
         f: F,
     ) -> Result<GraphNode> {
-        let node = Box::new(HostNode {
-            f: Box::new(f),
-            device: self.shared.device,
-        });
-        // The box's address does not change when it moves into the bundle.
-        let data: *const HostNode = &*node;
-        let params = sys::CUDA_HOST_NODE_PARAMS {
-            fn_: Some(host_node_trampoline),
-            userData: data.cast_mut().cast(),
-        };
-        let token: Token = node;
+        let (params, token) = host_params(self.shared.device, f);
         record(self.add_node(
             "cudaGraphAddHostNode",
             deps,
