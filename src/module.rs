@@ -909,6 +909,9 @@ pub struct KernelArg<'a> {
     pub(crate) used: Option<Use<'a>>,
     /// A second use: what a texture or surface object reads or writes (its array or memory).
     pub(crate) also: Option<Use<'a>>,
+    /// Memory of a graph's allocation node: valid only inside that graph's launches, so only
+    /// that graph's nodes accept it (a stream launch refuses it).
+    pub(crate) graph_mem: Option<&'a crate::graph::GraphMemInner>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -934,6 +937,7 @@ impl<'a> KernelArg<'a> {
             size: std::mem::size_of::<T>(),
             used: None,
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -951,6 +955,7 @@ impl<'a> KernelArg<'a> {
             size: n,
             used: None,
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -962,6 +967,7 @@ impl<'a> KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(used),
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -978,6 +984,22 @@ impl<'a> KernelArg<'a> {
     pub fn write<T: DeviceRepr>(memory: &'a mut (impl DeviceWrite<T> + ?Sized)) -> KernelArg<'a> {
         let memory: &'a _ = memory;
         KernelArg::memory(memory.device_ptr(), Use::device(memory.allocation(), true))
+    }
+
+    /// Graph memory (see [`GraphMem`](crate::graph::GraphMem)) passed as its address.
+    pub(crate) fn graph_memory(
+        address: u64,
+        inner: &'a crate::graph::GraphMemInner,
+    ) -> KernelArg<'a> {
+        KernelArg {
+            inline: address,
+            borrowed: std::ptr::null(),
+            size: std::mem::size_of::<u64>(),
+            used: None,
+            also: None,
+            graph_mem: Some(inner),
+            _borrow: PhantomData,
+        }
     }
 
     /// The argument's size in bytes.
@@ -1012,6 +1034,7 @@ impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(object),
             also: Some(backing),
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -1028,6 +1051,7 @@ impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(object),
             also: Some(array),
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -1568,6 +1592,9 @@ pub(crate) unsafe fn submit_launch(
     args: &[KernelArg<'_>],
     cooperative: bool,
 ) -> Result<()> {
+    if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+        return Err(crate::graph::graph_mem_outside(m, call));
+    }
     // Up to 32 arguments live on the stack; more are rare enough to allocate.
     let mut stack = [std::ptr::null_mut::<c_void>(); 32];
     let mut heap = Vec::new();

@@ -220,6 +220,7 @@ impl Graph {
                 }
                 None => None,
             };
+            self.check_all_freed(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let _l = self.shared.objects.lock();
@@ -379,6 +380,15 @@ impl GraphExec {
                     device: self.device,
                 });
             }
+            if graph.has_mem_nodes() || self.source.mem.lock().any {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "a graph with memory allocation or free nodes".into(),
+                    reason: "executables of graphs with memory nodes are not updated as a \
+                             whole (kernel arguments would name another graph's memory): \
+                             instantiate the new graph instead",
+                });
+            }
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
             let _l = graph.shared.objects.lock();
@@ -451,6 +461,11 @@ impl GraphExec {
         const CALL: &str = "cudaGraphExecKernelNodeSetParams";
         record((|| {
             let raw = self.own_node(node, CALL)?;
+            // Graph memory: the node's ordering against the allocation and its free cannot be
+            // checked here.
+            if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+                return Err(super::graph_mem_outside(m, CALL));
+            }
             let bundle = kernel_bundle(self.device, self.generation, function, config, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);

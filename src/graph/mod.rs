@@ -30,8 +30,8 @@
 //!   every node with [`Error::InvalidValue`]: a launched graph runs without borrowing the
 //!   buffer, so a CPU view (`as_slice`) could see the device write under it. Graphs use device
 //!   memory; copy results out with the stream copies after the launch.
-//! * Memory-allocation, memory-free and conditional nodes, 3-D copies, and stream capture are
-//!   not offered yet.
+//! * Graph memory (allocation and free nodes) follows the rules of [`GraphMem`]: usable only by
+//!   the nodes of its graph, never from the host.
 //!
 //! # Threads
 //!
@@ -42,6 +42,7 @@
 
 mod exec;
 mod keep;
+mod mem;
 mod nodes;
 
 use std::cell::Cell;
@@ -54,6 +55,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use exec::{GraphExec, InstantiateOptions};
+pub(crate) use mem::{graph_mem_outside, GraphMemInner};
+pub use mem::{GraphMem, GraphMemAttribute};
 use keep::Bundle;
 
 use crate::context::{self, Active};
@@ -73,6 +76,8 @@ pub(crate) struct GraphShared {
     /// The user objects the graph holds references to (through the nodes' bundles). The lock
     /// also serialises every driver call on the graph.
     objects: Mutex<Vec<Raw<sys::CUuserObject_st>>>,
+    /// The graph's memory allocation and free nodes.
+    mem: Mutex<mem::MemNodes>,
 }
 
 impl Drop for GraphShared {
@@ -379,6 +384,7 @@ impl Graph {
                 generation: a.generation(),
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
                 objects: Mutex::new(Vec::new()),
+                mem: Mutex::new(mem::MemNodes::default()),
             }),
             _not_sync: PhantomData,
         }

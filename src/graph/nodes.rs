@@ -283,14 +283,18 @@ impl Graph {
             let bundle = unkeyed(kernel_bundle(
                 device, generation, function, config, args, CALL,
             )?);
+            let (deps, mems) = self.kernel_mem_deps(deps, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
-            self.add_node(CALL, deps, bundle, |_, out, g, d, n| {
+            let node = self.add_node(CALL, &deps, bundle, |_, out, g, d, n| {
                 // SAFETY: the parameter count and sizes match the kernel (checked), the values
                 // live in `args` for the call (the driver copies them); the memory they name
-                // is kept by the bundle; the caller vouches for the rest (see `# Safety`).
+                // is kept by the bundle, graph memory is this graph's and the node is ordered
+                // after its allocation; the caller vouches for the rest (see `# Safety`).
                 unsafe { sys::cuGraphAddKernelNode_v2(out, g, d, n, &params) }
-            })
+            })?;
+            Graph::note_mem_users(&mems, node);
+            Ok(node)
         })())
     }
 
