@@ -1,0 +1,369 @@
+//! Graph nodes beyond the basics: per-node executable updates of memset, copy and host nodes,
+//! memory allocation and free nodes (graph memory), instantiate options, 3-D copy nodes and
+//! conditional nodes; each against a CPU reference on fresh random input.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::common::{assert_same, random_u32, rng};
+use cuda_runtime::graph::{Graph, GraphMemAttribute, InstantiateOptions, MemsetValue};
+use cuda_runtime::{kernel_args, kernels, Device, DeviceBuffer, Error, LaunchConfig, Module, Stream};
+
+crate::tests![
+    memset_memcpy_and_host_node_updates_change_future_launches,
+    node_updates_keep_new_operands_alive,
+    graph_memory_round_trip_through_kernel_and_copies,
+    graph_memory_is_refused_outside_its_graph,
+    graph_memory_attributes_and_trim,
+    instantiate_options_upload_priority_and_device_launch,
+];
+
+fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| r.i32(-100..100) as f32).collect()
+}
+
+fn vadd_module() -> Module {
+    Module::from_ptx(kernels::vector_add::PTX).unwrap()
+}
+
+fn memset_memcpy_and_host_node_updates_change_future_launches() {
+    let mut r = rng();
+    let n = 4099;
+    let (v1, v2) = (r.u32(..), r.u32(..));
+    let (h_src1, h_src2) = (random_u32(&mut r, n), random_u32(&mut r, n));
+    let mut set1 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut set2 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let src1 = DeviceBuffer::from_slice(&h_src1).unwrap();
+    let src2 = DeviceBuffer::from_slice(&h_src2).unwrap();
+    let mut dst1 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut dst2 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let (c1, c2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+
+    let mut g = Graph::new().unwrap();
+    let ms = g
+        .add_memset_node(&[], &mut set1, MemsetValue::U32(v1))
+        .unwrap();
+    let mc = g.add_memcpy_node(&[], &mut dst1, &src1).unwrap();
+    let c = c1.clone();
+    let h = g
+        .add_host_node(&[ms, mc], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let _ = h;
+    let mut exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("memset 1", &set1.to_vec().unwrap(), &vec![v1; n]);
+    assert_same("memcpy 1", &dst1.to_vec().unwrap(), &h_src1);
+    assert_eq!(c1.load(Ordering::SeqCst), 1);
+
+    // Poison the first operands, point the nodes at the second ones.
+    let poison1 = random_u32(&mut r, n);
+    set1.copy_from_host(&poison1).unwrap();
+    dst1.copy_from_host(&poison1).unwrap();
+    exec.set_memset_node_params(ms, &mut set2, MemsetValue::U32(v2))
+        .unwrap();
+    exec.set_memcpy_node_params(mc, &mut dst2, &src2).unwrap();
+    let c = c2.clone();
+    exec.set_host_node_params(h, move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    s.synchronize().unwrap();
+    assert_same("memset 2", &set2.to_vec().unwrap(), &vec![v2; n]);
+    assert_same("memcpy 2", &dst2.to_vec().unwrap(), &h_src2);
+    assert_same("old memset target untouched", &set1.to_vec().unwrap(), &poison1);
+    assert_same("old copy target untouched", &dst1.to_vec().unwrap(), &poison1);
+    assert_eq!(c1.load(Ordering::SeqCst), 1, "the old closure is not called");
+    assert_eq!(c2.load(Ordering::SeqCst), 3, "the new closure at every launch");
+
+    // The wrong kind of node is the driver's error; a foreign node is the crate's.
+    let e = exec
+        .set_memset_node_params(mc, &mut set2, MemsetValue::U32(1))
+        .unwrap_err();
+    assert_eq!(e.code(), cuda_runtime::ErrorCode::InvalidValue, "{e}");
+    let mut other = Graph::new().unwrap();
+    let foreign = other.add_empty_node(&[]).unwrap();
+    assert!(matches!(
+        exec.set_host_node_params(foreign, || {}).unwrap_err(),
+        Error::ForeignGraphNode { .. }
+    ));
+    // Shape errors are caught before the driver: a 3-byte memset of u32 elements.
+    let mut odd = DeviceBuffer::<u8>::new(3).unwrap();
+    assert!(matches!(
+        exec.set_memset_node_params(ms, &mut odd, MemsetValue::U32(1))
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+}
+
+fn node_updates_keep_new_operands_alive() {
+    let mut r = rng();
+    let n = 1 << 16;
+    let h_new = random_u32(&mut r, n);
+    let src0 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    let mc = g.add_memcpy_node(&[], &mut dst, &src0).unwrap();
+    let mut exec = g.instantiate().unwrap();
+    {
+        // The new source exists only inside this block: the executable keeps it.
+        let src_new = DeviceBuffer::from_slice(&h_new).unwrap();
+        exec.set_memcpy_node_params(mc, &mut dst, &src_new).unwrap();
+    }
+    // Allocations made now must not take the dropped source's memory.
+    let junk: Vec<DeviceBuffer<u32>> = (0..8)
+        .map(|_| DeviceBuffer::from_slice(&vec![0xdead_beef; n]).unwrap())
+        .collect();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("copy from the kept source", &dst.to_vec().unwrap(), &h_new);
+    // Many updates with the same operands, then one more launch.
+    for _ in 0..1000 {
+        exec.set_memcpy_node_params(mc, &mut dst, &src0).unwrap();
+    }
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("copy from src0", &dst.to_vec().unwrap(), &src0.to_vec().unwrap());
+    drop(junk);
+}
+
+fn graph_memory_round_trip_through_kernel_and_copies() {
+    let mut r = rng();
+    let n = 12_345;
+    let (ha, hb) = (random_ints_f32(&mut r, n), random_ints_f32(&mut r, n));
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut sum = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    let mut back = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+
+    let mut g = Graph::new().unwrap();
+    let (alloc, mut tmp) = g.add_mem_alloc_node::<f32>(&[], n).unwrap();
+    assert_eq!(tmp.len(), n);
+    assert_eq!(tmp.alloc_node(), alloc);
+    // No dependency given: the crate orders the copy after the allocation.
+    let fill = g.add_memcpy_node_to_graph_mem(&[], &mut tmp, &a).unwrap();
+    assert!(g.dependencies(fill).unwrap().contains(&alloc));
+    // SAFETY: vadd stays below the lengths given; tmp holds n floats inside the launch.
+    let k = unsafe {
+        g.add_kernel_node(
+            &[fill],
+            &vadd,
+            &cfg,
+            &kernel_args![&tmp, n, &b, n, &mut sum, n],
+        )
+    }
+    .unwrap();
+    let out = g.add_memcpy_node_from_graph_mem(&[fill], &mut back, &tmp).unwrap();
+    // The free depends on every user, though only `out` is named.
+    let free = g.add_mem_free_node(&[out], tmp).unwrap();
+    let free_deps = g.dependencies(free).unwrap();
+    assert!(free_deps.contains(&k) && free_deps.contains(&out), "{free_deps:?}");
+    assert_eq!(
+        g.node_type(alloc).unwrap(),
+        cuda_runtime::graph::GraphNodeType::MemAlloc
+    );
+    assert_eq!(
+        g.node_type(free).unwrap(),
+        cuda_runtime::graph::GraphNodeType::MemFree
+    );
+
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    let want: Vec<f32> = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+    // Relaunches work: each launch frees what it allocated.
+    for round in 0..3 {
+        sum.fill(f32::NAN).unwrap();
+        back.fill(f32::NAN).unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_same(&format!("sum, round {round}"), &sum.to_vec().unwrap(), &want);
+        assert_same(&format!("back, round {round}"), &back.to_vec().unwrap(), &ha);
+    }
+}
+
+fn graph_memory_is_refused_outside_its_graph() {
+    let n = 256;
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    let (_, tmp) = g.add_mem_alloc_node::<f32>(&[], n).unwrap();
+    let s = Stream::new().unwrap();
+
+    // A stream launch.
+    // SAFETY: refused before anything runs.
+    let e = unsafe { vadd.launch(&s, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n]) }.unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A node of another graph.
+    let mut other = Graph::new().unwrap();
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe {
+        other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    let mut back = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    assert!(matches!(
+        other
+            .add_memcpy_node_from_graph_mem(&[], &mut back, &tmp)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    // Instantiating while the allocation is not freed.
+    let e = g.instantiate().unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A per-node update of another executable.
+    // SAFETY: vadd stays below the lengths given.
+    let k = unsafe { other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &a, n, &mut c, n]) }
+        .unwrap();
+    let mut exec = other.instantiate().unwrap();
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe {
+        exec.set_kernel_node_params(k, &vadd, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A whole update from a graph with memory nodes.
+    g.add_mem_free_node(&[], tmp).unwrap();
+    assert!(matches!(
+        exec.update(&g).unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    // Freed: now it instantiates.
+    let e2 = g.instantiate().unwrap();
+    e2.launch(&s).unwrap();
+    s.synchronize().unwrap();
+}
+
+fn graph_memory_attributes_and_trim() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    dev.graph_mem_trim().unwrap();
+    dev.reset_graph_mem_high(GraphMemAttribute::UsedMemHigh)
+        .unwrap();
+    dev.reset_graph_mem_high(GraphMemAttribute::ReservedMemHigh)
+        .unwrap();
+    assert!(matches!(
+        dev.reset_graph_mem_high(GraphMemAttribute::UsedMemCurrent)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let n = (8 << 20) + r.usize(0..1024);
+    let h = random_u32(&mut r, 1024);
+    let src = DeviceBuffer::from_slice(&h).unwrap();
+    let mut back = DeviceBuffer::<u32>::new(1024).unwrap();
+    let mut g = Graph::new().unwrap();
+    let (_, mut big) = g.add_mem_alloc_node::<u32>(&[], n).unwrap();
+    let set = g
+        .add_graph_mem_memset_node(&[], &mut big, MemsetValue::U32(1))
+        .unwrap();
+    let (_, mut small) = g.add_mem_alloc_node::<u32>(&[], 1024).unwrap();
+    let cp = g.add_memcpy_node_to_graph_mem(&[set], &mut small, &src).unwrap();
+    let out = g
+        .add_memcpy_node_from_graph_mem(&[cp], &mut back, &small)
+        .unwrap();
+    g.add_mem_free_node(&[out], small).unwrap();
+    g.add_mem_free_node(&[out], big).unwrap();
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("through graph memory", &back.to_vec().unwrap(), &h);
+    let used_high = dev
+        .graph_mem_attribute(GraphMemAttribute::UsedMemHigh)
+        .unwrap();
+    let reserved = dev
+        .graph_mem_attribute(GraphMemAttribute::ReservedMemCurrent)
+        .unwrap();
+    assert!(used_high >= (n * 4) as u64, "used high {used_high} < {}", n * 4);
+    assert!(reserved >= used_high, "reserved {reserved} < used high {used_high}");
+    // Everything was freed in the launch.
+    assert_eq!(
+        dev.graph_mem_attribute(GraphMemAttribute::UsedMemCurrent)
+            .unwrap(),
+        0
+    );
+    drop(exec);
+    s.synchronize().unwrap();
+    dev.synchronize().unwrap();
+    dev.graph_mem_trim().unwrap();
+}
+
+fn instantiate_options_upload_priority_and_device_launch() {
+    let mut r = rng();
+    let n = 5000;
+    let (ha, hb) = (random_ints_f32(&mut r, n), random_ints_f32(&mut r, n));
+    let want: Vec<f32> = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut c = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    let mut g = Graph::new().unwrap();
+    // SAFETY: vadd stays below the lengths given.
+    unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }
+        .unwrap();
+    let s = Stream::new().unwrap();
+
+    let opts = InstantiateOptions {
+        upload: Some(&s),
+        use_node_priority: true,
+        auto_free_on_launch: true,
+        ..Default::default()
+    };
+    let exec = g.instantiate_with(&opts).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("uploaded, priority, auto-free", &c.to_vec().unwrap(), &want);
+
+    // Device launch: refused with auto-free; otherwise instantiated (and launched from the
+    // host) or refused by the driver with its reason.
+    let both = InstantiateOptions {
+        device_launch: true,
+        auto_free_on_launch: true,
+        ..Default::default()
+    };
+    assert!(matches!(
+        g.instantiate_with(&both).unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    drop(exec);
+    let dl = InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    };
+    c.fill(f32::NAN).unwrap();
+    match g.instantiate_with(&dl) {
+        Ok(exec) => {
+            exec.upload(&s).unwrap();
+            exec.launch(&s).unwrap();
+            s.synchronize().unwrap();
+            assert_same("device-launch executable", &c.to_vec().unwrap(), &want);
+        }
+        Err(e) => assert!(
+            matches!(e, Error::GraphInstantiate { .. }),
+            "device launch refused without the driver's reason: {e}"
+        ),
+    }
+    // A host node cannot be launched from the device: the crate says which node.
+    let mut h = Graph::new().unwrap();
+    h.add_host_node(&[], || {}).unwrap();
+    let e = h.instantiate_with(&dl).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue { value, .. } if value.contains("Host")),
+        "{e}"
+    );
+}
