@@ -15,7 +15,10 @@ use crate::driver::sys;
 use crate::error::{record, Error, Result};
 use crate::event::Event;
 use crate::launch::{self, LaunchConfig};
-use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
+use crate::memory::{
+    check_array_regions, copy_region, Base, DeviceRead, DeviceRepr, DeviceWrite,
+};
+use crate::{Copy3D, PitchedSide, PitchedSideMut};
 use crate::module::{Function, KernelArg};
 
 /// Checks a kernel node's function, configuration and arguments as a stream launch does, and
@@ -180,6 +183,78 @@ pub(crate) fn memcpy_params<T: DeviceRepr>(
     params.Height = 1;
     params.Depth = 1;
     Ok((params, vec![dt, st]))
+}
+
+/// Checks a 2-D/3-D copy between device-side operands for a node of a graph on `device`; its
+/// parameters and the tokens that keep both sides alive.
+pub(crate) fn memcpy_3d_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &(impl PitchedSide<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    p: &Copy3D,
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMCPY3D, KeyedBundle)> {
+    let elem = size_of::<T>();
+    let (sb, db) = (src.base(), dst.base());
+    check_array_regions(sb, db, p)?;
+    let (sl, dl) = (src.layout(), dst.layout());
+    let sr = copy_region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
+    let dr = copy_region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;
+    if sr.first == sr.end || dr.first == dr.end {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("extent {:?}", p.extent),
+            reason: "a copy node must copy something (add an empty node instead)",
+        });
+    }
+    let mut bundle: KeyedBundle = Vec::with_capacity(3);
+    let mut side = |b: Base<'_>, keep: Option<Arc<crate::memory::ArrayInner>>| -> Result<_> {
+        match b {
+            Base::Host(_) => Err(Error::InvalidValue {
+                what: call,
+                value: "host memory".into(),
+                reason: "graph copy nodes take device memory and arrays only (a launch would \
+                         touch the host memory long after its borrow ended)",
+            }),
+            Base::Device(ptr, alloc) => {
+                bundle.push(keyed(admit_memory(alloc, device, generation, call)?));
+                Ok((sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr, std::ptr::null_mut()))
+            }
+            Base::Array(raw, track, _) => {
+                // Device and generation checks (the tracker holds no memory of its own).
+                admit_memory(track, device, generation, call)?;
+                if let Some(k) = keep {
+                    let key = Some((keep::KEY_ALLOC, Arc::as_ptr(&k) as usize));
+                    bundle.push((key, Box::new(k)));
+                }
+                Ok((sys::CUmemorytype::CU_MEMORYTYPE_ARRAY, 0, raw))
+            }
+        }
+    };
+    let (st, sdev, sarr) = side(sb, src.array_keep())?;
+    let (dt, ddev, darr) = side(db, dst.array_keep())?;
+    let mut d = memcpy3d_zeroed();
+    d.srcXInBytes = sr.x;
+    d.srcY = p.src_pos.y;
+    d.srcZ = p.src_pos.z;
+    d.srcMemoryType = st;
+    d.srcDevice = sdev;
+    d.srcArray = sarr;
+    d.srcPitch = sl.pitch;
+    d.srcHeight = sl.rows;
+    d.dstXInBytes = dr.x;
+    d.dstY = p.dst_pos.y;
+    d.dstZ = p.dst_pos.z;
+    d.dstMemoryType = dt;
+    d.dstDevice = ddev;
+    d.dstArray = darr;
+    d.dstPitch = dl.pitch;
+    d.dstHeight = dl.rows;
+    d.WidthInBytes = sr.width;
+    d.Height = p.extent.height;
+    d.Depth = p.extent.depth;
+    Ok((d, bundle))
 }
 
 /// A `CUDA_MEMCPY3D` with every field zero or null (device memory on both sides, nothing to
@@ -352,6 +427,59 @@ impl Graph {
                 // SAFETY: both ranges are `bytes` bytes of live device memory of the graph's
                 // context (lengths and devices checked), kept by the bundle; `dst` is borrowed
                 // exclusively, so they do not overlap.
+                unsafe { sys::cuGraphAddMemcpyNode(out, g, d, n, &params, a.ctx_raw()) }
+            })
+        })())
+    }
+
+    /// Adds a 2-D or 3-D copy (`cudaGraphAddMemcpyNode` with a `cudaMemcpy3DParms`) between
+    /// device-side operands: pitched device memory ([`PitchedBuffer`](crate::PitchedBuffer),
+    /// [`DeviceBuffer::as_pitched`](crate::DeviceBuffer::as_pitched)) and CUDA arrays
+    /// ([`Array`](crate::Array)), with the checks of [`copy_3d`](crate::copy_3d): every row
+    /// within its side's pitch, the region within each side, array regions within the array's
+    /// extent, no overlap within one array. The graph keeps both sides alive (an array until
+    /// no graph, executable or launch refers to it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for host memory (a graph would read or write it at every
+    /// launch, long after the borrow ended), host-visible memory and an empty region;
+    /// [`Error::InvalidPitch`], [`Error::OutOfRange`] as [`copy_3d`](crate::copy_3d);
+    /// [`Error::DeviceMismatch`].
+    ///
+    /// ```no_run
+    /// use cuda_runtime::graph::Graph;
+    /// use cuda_runtime::{Array, ArrayFlags, Copy3D, Extent, PitchedBuffer};
+    /// # fn main() -> cuda_runtime::Result<()> {
+    /// let e = Extent::new(64, 32, 4);
+    /// let src = PitchedBuffer::<f32>::new_3d(e)?;
+    /// let mut arr = Array::<f32>::new_3d(e, ArrayFlags::empty())?;
+    /// let mut g = Graph::new()?;
+    /// g.add_memcpy_3d_node(&[], &mut arr, &src, &Copy3D::new(e))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[doc(alias = "cudaGraphAddMemcpyNode")]
+    pub fn add_memcpy_3d_node<T: DeviceRepr>(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &mut (impl PitchedSideMut<T> + ?Sized),
+        src: &(impl PitchedSide<T> + ?Sized),
+        region: &Copy3D,
+    ) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddMemcpyNode";
+        record((|| {
+            let (params, bundle) = memcpy_3d_params(
+                self.shared.device,
+                self.shared.generation,
+                &*dst,
+                src,
+                region,
+                CALL,
+            )?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
+                // SAFETY: both regions were checked against their sides (device memory and
+                // arrays of the graph's context, kept by the bundle; arrays' regions within
+                // their extents; no overlap within one array).
                 unsafe { sys::cuGraphAddMemcpyNode(out, g, d, n, &params, a.ctx_raw()) }
             })
         })())
