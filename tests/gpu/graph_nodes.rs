@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use crate::common::{assert_same, random_u32, rng};
 use cuda_runtime::graph::{Graph, GraphMemAttribute, InstantiateOptions, MemsetValue};
-use cuda_runtime::{kernel_args, kernels, Device, DeviceBuffer, Error, LaunchConfig, Module, Stream};
+use cuda_runtime::{
+    copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
+    HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
+};
 
 crate::tests![
     memset_memcpy_and_host_node_updates_change_future_launches,
@@ -16,6 +19,7 @@ crate::tests![
     graph_memory_is_refused_outside_its_graph,
     graph_memory_attributes_and_trim,
     instantiate_options_upload_priority_and_device_launch,
+    copy_3d_nodes_through_an_array_match_a_cpu_reference,
 ];
 
 fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
@@ -366,4 +370,79 @@ fn instantiate_options_upload_priority_and_device_launch() {
         matches!(&e, Error::InvalidValue { value, .. } if value.contains("Host")),
         "{e}"
     );
+}
+
+fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
+    let mut r = rng();
+    let (w, h, d) = (37, 19, 5);
+    let host = random_u32(&mut r, w * h * d);
+    let mut src = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+    copy_3d(
+        &mut src,
+        &HostPitched::new(&host, w, h).unwrap(),
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    let mut arr = Array::<u32>::new_3d(Extent::new(w, h, d), ArrayFlags::empty()).unwrap();
+    arr.copy_from_host(&random_u32(&mut r, w * h * d)).unwrap();
+    let mut out = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+    out.memset(0xab).unwrap();
+    // A sub-box: from (3, 2, 1) in the buffer to (1, 4, 0) in the array, then the whole array
+    // out to `out`.
+    let sub = Extent::new(20, 11, 3);
+    let (sp, dp) = (Pos::new(3, 2, 1), Pos::new(1, 4, 0));
+    let mut g = Graph::new().unwrap();
+    let before = arr.to_vec().unwrap();
+    let n1 = g
+        .add_memcpy_3d_node(&[], &mut arr, &src, &Copy3D::new(sub).src_pos(sp).dst_pos(dp))
+        .unwrap();
+    g.add_memcpy_3d_node(&[n1], &mut out, &arr, &Copy3D::new(Extent::new(w, h, d)))
+        .unwrap();
+    // Checks before the driver: a region leaving the array, host memory, an empty region.
+    let mut spare = Array::<u32>::new_3d(Extent::new(w, h, d), ArrayFlags::empty()).unwrap();
+    assert!(matches!(
+        g.add_memcpy_3d_node(&[], &mut spare, &src, &Copy3D::new(sub).dst_pos(Pos::new(w - 5, 0, 0)))
+            .unwrap_err(),
+        Error::OutOfRange { .. }
+    ));
+    assert!(matches!(
+        g.add_memcpy_3d_node(
+            &[],
+            &mut spare,
+            &HostPitched::new(&host, w, h).unwrap(),
+            &Copy3D::new(sub)
+        )
+        .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    assert!(matches!(
+        g.add_memcpy_3d_node(&[], &mut spare, &src, &Copy3D::new(Extent::new(0, 1, 1)))
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let exec = g.instantiate().unwrap();
+    // The source is dropped: the graph keeps it.
+    drop(src);
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let mut want = before;
+    for z in 0..sub.depth {
+        for y in 0..sub.height {
+            for x in 0..sub.width {
+                let si = ((sp.z + z) * h + sp.y + y) * w + sp.x + x;
+                let di = ((dp.z + z) * h + dp.y + y) * w + dp.x + x;
+                want[di] = host[si];
+            }
+        }
+    }
+    let mut got = vec![0u32; w * h * d];
+    copy_3d(
+        &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+        &out,
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    assert_same("3-D copy nodes", &got, &want);
+    assert_same("the array itself", &arr.to_vec().unwrap(), &want);
 }
