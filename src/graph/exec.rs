@@ -220,6 +220,7 @@ impl Graph {
                 }
                 None => None,
             };
+            self.not_body(CALL)?;
             self.check_all_freed(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
@@ -380,6 +381,7 @@ impl GraphExec {
                     device: self.device,
                 });
             }
+            graph.not_body(CALL)?;
             if graph.has_mem_nodes() || self.source.mem.lock().any {
                 return Err(Error::InvalidValue {
                     what: CALL,

@@ -30,6 +30,9 @@
 //!   every node with [`Error::InvalidValue`]: a launched graph runs without borrowing the
 //!   buffer, so a CPU view (`as_slice`) could see the device write under it. Graphs use device
 //!   memory; copy results out with the stream copies after the launch.
+//! * The body graph of a conditional node (see [`Graph::add_conditional_node`]) cannot be
+//!   cloned, embedded as a child or instantiated on its own: what its nodes refer to is kept
+//!   by the graph at the root of the nesting.
 //! * Graph memory (allocation and free nodes) follows the rules of [`GraphMem`]: usable only by
 //!   the nodes of its graph, never from the host.
 //!
@@ -40,6 +43,7 @@
 //! executable's nodes in per-node updates); calls on a graph and on its executables are
 //! serialised by a lock inside.
 
+mod cond;
 mod exec;
 mod keep;
 mod mem;
@@ -54,6 +58,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
 pub(crate) use mem::{graph_mem_outside, GraphMemInner};
 pub use mem::{GraphMem, GraphMemAttribute};
@@ -78,10 +83,28 @@ pub(crate) struct GraphShared {
     objects: Mutex<Vec<Raw<sys::CUuserObject_st>>>,
     /// The graph's memory allocation and free nodes.
     mem: Mutex<mem::MemNodes>,
+    /// For the body graph of a conditional node: the graph at the root of the nesting, which
+    /// holds what the body's nodes refer to (and owns the body through the node).
+    root: Option<Arc<GraphShared>>,
+}
+
+impl GraphShared {
+    /// The graph whose user objects keep what this graph's nodes refer to (itself, or the root
+    /// of a conditional body).
+    fn keeper(&self) -> &GraphShared {
+        match &self.root {
+            Some(r) => r,
+            None => self,
+        }
+    }
 }
 
 impl Drop for GraphShared {
     fn drop(&mut self) {
+        if self.root.is_some() {
+            // A conditional node's body: owned by the node.
+            return;
+        }
         let raw = self.raw;
         context::release(
             self.device,
@@ -385,6 +408,7 @@ impl Graph {
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
                 objects: Mutex::new(Vec::new()),
                 mem: Mutex::new(mem::MemNodes::default()),
+                root: None,
             }),
             _not_sync: PhantomData,
         }
@@ -437,11 +461,12 @@ impl Graph {
         let deps = self.raw_nodes(call, deps)?;
         let a = self.enter()?;
         let g = self.shared.raw.0;
-        let mut objects = self.shared.objects.lock();
+        let keeper = self.shared.keeper();
+        let mut objects = keeper.objects.lock();
         let obj = if bundle.is_empty() {
             None
         } else {
-            Some(keep::attach(&a, g, bundle)?)
+            Some(keep::attach(&a, keeper.raw.0, bundle)?)
         };
         let dp = if deps.is_empty() {
             std::ptr::null()
@@ -460,7 +485,7 @@ impl Graph {
             }
             (Err(e), Some(obj)) => {
                 // The node was not added: its bundle goes back (released by the driver).
-                let _ = keep::unshare(&a, g, obj);
+                let _ = keep::unshare(&a, keeper.raw.0, obj);
                 Err(e)
             }
             (Err(e), None) => Err(e),

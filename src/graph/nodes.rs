@@ -530,6 +530,7 @@ impl Graph {
                     expected: self.shared.device,
                 });
             }
+            child.not_body(CALL)?;
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",
@@ -563,9 +564,10 @@ impl Graph {
             return Ok(());
         }
         let a = self.enter()?;
-        let mut mine = self.shared.objects.lock();
+        let keeper = self.shared.keeper();
+        let mut mine = keeper.objects.lock();
         for &o in objects {
-            keep::share(&a, self.shared.raw.0, o)?;
+            keep::share(&a, keeper.raw.0, o)?;
             mine.push(o);
         }
         Ok(())
@@ -681,6 +683,7 @@ impl Graph {
     #[doc(alias = "cudaGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
+            self.not_body("cudaGraphClone")?;
             let a = self.enter()?;
             let objects = self.shared.objects.lock();
             let mut raw: sys::CUgraph = std::ptr::null_mut();
