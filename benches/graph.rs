@@ -155,7 +155,10 @@ impl Side for CrateSide {
     }
     fn update_whole(&mut self) {
         self.turn ^= 1;
-        must(self.exec.update(&self.graphs[self.turn]), "GraphExec::update");
+        must(
+            self.exec.update(&self.graphs[self.turn]),
+            "GraphExec::update",
+        );
     }
     fn update_node(&mut self) {
         self.turn ^= 1;
@@ -404,7 +407,10 @@ impl Side for DriverSide {
     fn record(&mut self, end: bool) {
         let e = if end { self.end } else { self.start };
         // SAFETY: live event and stream.
-        ck(unsafe { sys::cuEventRecord(e, self.stream) }, "cuEventRecord");
+        ck(
+            unsafe { sys::cuEventRecord(e, self.stream) },
+            "cuEventRecord",
+        );
     }
     fn elapsed_ms(&mut self) -> f32 {
         let mut ms = 0f32;
@@ -690,7 +696,10 @@ impl Side for CudartSide {
     fn record(&mut self, end: bool) {
         let e = if end { self.end } else { self.start };
         // SAFETY: live event and stream.
-        ok(unsafe { (self.event_record)(e, self.stream) }, "cudaEventRecord");
+        ok(
+            unsafe { (self.event_record)(e, self.stream) },
+            "cudaEventRecord",
+        );
     }
     fn elapsed_ms(&mut self) -> f32 {
         let mut ms = 0f32;

@@ -145,7 +145,9 @@ impl Graph {
                 params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
                     handle: handle.raw,
                     type_: match kind {
-                        ConditionalKind::If => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                        ConditionalKind::If => {
+                            sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF
+                        }
                         ConditionalKind::While => {
                             sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE
                         }
@@ -172,7 +174,10 @@ impl Graph {
                 }
             };
             if body.is_null() {
-                return Err(Error::from_driver(999, "cuGraphAddNode (no body graph returned)"));
+                return Err(Error::from_driver(
+                    999,
+                    "cuGraphAddNode (no body graph returned)",
+                ));
             }
             let root = match &self.shared.root {
                 Some(r) => r.clone(),

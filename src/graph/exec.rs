@@ -689,7 +689,10 @@ mod tests {
             code: crate::ErrorCode::InvalidValue,
         };
         let s = e.to_string();
-        assert!(s.contains("not supported") && s.contains("0x1234") && s.contains("3"), "{s}");
+        assert!(
+            s.contains("not supported") && s.contains("0x1234") && s.contains("3"),
+            "{s}"
+        );
         assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
     }
 }

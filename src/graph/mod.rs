@@ -60,9 +60,9 @@ use parking_lot::Mutex;
 
 pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
+use keep::Bundle;
 pub(crate) use mem::{graph_mem_outside, GraphMemInner};
 pub use mem::{GraphMem, GraphMemAttribute};
-use keep::Bundle;
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};

@@ -15,11 +15,9 @@ use crate::driver::sys;
 use crate::error::{record, Error, Result};
 use crate::event::Event;
 use crate::launch::{self, LaunchConfig};
-use crate::memory::{
-    check_array_regions, copy_region, Base, DeviceRead, DeviceRepr, DeviceWrite,
-};
-use crate::{Copy3D, PitchedSide, PitchedSideMut};
+use crate::memory::{check_array_regions, copy_region, Base, DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
+use crate::{Copy3D, PitchedSide, PitchedSideMut};
 
 /// Checks a kernel node's function, configuration and arguments as a stream launch does, and
 /// gathers its tokens: the function (and so its module) and the memory its arguments name.
@@ -219,7 +217,11 @@ pub(crate) fn memcpy_3d_params<T: DeviceRepr>(
             }),
             Base::Device(ptr, alloc) => {
                 bundle.push(keyed(admit_memory(alloc, device, generation, call)?));
-                Ok((sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr, std::ptr::null_mut()))
+                Ok((
+                    sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    ptr,
+                    std::ptr::null_mut(),
+                ))
             }
             Base::Array(raw, track, _) => {
                 // Device and generation checks (the tracker holds no memory of its own).
@@ -388,13 +390,8 @@ impl Graph {
     ) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddMemsetNode";
         record((|| {
-            let (params, bundle) = memset_params(
-                self.shared.device,
-                self.shared.generation,
-                dst,
-                value,
-                CALL,
-            )?;
+            let (params, bundle) =
+                memset_params(self.shared.device, self.shared.generation, dst, value, CALL)?;
             self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
                 // SAFETY: `width` elements from `dst` lie in live device memory of the graph's
                 // context (checked), kept by the bundle.

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::common::{assert_same, random_u32, rng};
-use cuda_runtime::graph::{Graph, GraphMemAttribute, InstantiateOptions, MemsetValue};
+use cuda_runtime::graph::{
+    ConditionalKind, Graph, GraphMemAttribute, InstantiateOptions, MemsetValue,
+};
 use cuda_runtime::{
     copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
     HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
@@ -20,6 +22,9 @@ crate::tests![
     graph_memory_attributes_and_trim,
     instantiate_options_upload_priority_and_device_launch,
     copy_3d_nodes_through_an_array_match_a_cpu_reference,
+    if_nodes_follow_the_default_and_a_device_decision,
+    while_node_runs_its_body_until_the_counter_reaches_the_limit,
+    conditional_bodies_are_refused_alone_and_keep_their_buffers,
 ];
 
 fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
@@ -81,10 +86,26 @@ fn memset_memcpy_and_host_node_updates_change_future_launches() {
     s.synchronize().unwrap();
     assert_same("memset 2", &set2.to_vec().unwrap(), &vec![v2; n]);
     assert_same("memcpy 2", &dst2.to_vec().unwrap(), &h_src2);
-    assert_same("old memset target untouched", &set1.to_vec().unwrap(), &poison1);
-    assert_same("old copy target untouched", &dst1.to_vec().unwrap(), &poison1);
-    assert_eq!(c1.load(Ordering::SeqCst), 1, "the old closure is not called");
-    assert_eq!(c2.load(Ordering::SeqCst), 3, "the new closure at every launch");
+    assert_same(
+        "old memset target untouched",
+        &set1.to_vec().unwrap(),
+        &poison1,
+    );
+    assert_same(
+        "old copy target untouched",
+        &dst1.to_vec().unwrap(),
+        &poison1,
+    );
+    assert_eq!(
+        c1.load(Ordering::SeqCst),
+        1,
+        "the old closure is not called"
+    );
+    assert_eq!(
+        c2.load(Ordering::SeqCst),
+        3,
+        "the new closure at every launch"
+    );
 
     // The wrong kind of node is the driver's error; a foreign node is the crate's.
     let e = exec
@@ -134,7 +155,11 @@ fn node_updates_keep_new_operands_alive() {
     }
     exec.launch(&s).unwrap();
     s.synchronize().unwrap();
-    assert_same("copy from src0", &dst.to_vec().unwrap(), &src0.to_vec().unwrap());
+    assert_same(
+        "copy from src0",
+        &dst.to_vec().unwrap(),
+        &src0.to_vec().unwrap(),
+    );
     drop(junk);
 }
 
@@ -167,11 +192,16 @@ fn graph_memory_round_trip_through_kernel_and_copies() {
         )
     }
     .unwrap();
-    let out = g.add_memcpy_node_from_graph_mem(&[fill], &mut back, &tmp).unwrap();
+    let out = g
+        .add_memcpy_node_from_graph_mem(&[fill], &mut back, &tmp)
+        .unwrap();
     // The free depends on every user, though only `out` is named.
     let free = g.add_mem_free_node(&[out], tmp).unwrap();
     let free_deps = g.dependencies(free).unwrap();
-    assert!(free_deps.contains(&k) && free_deps.contains(&out), "{free_deps:?}");
+    assert!(
+        free_deps.contains(&k) && free_deps.contains(&out),
+        "{free_deps:?}"
+    );
     assert_eq!(
         g.node_type(alloc).unwrap(),
         cuda_runtime::graph::GraphNodeType::MemAlloc
@@ -190,8 +220,16 @@ fn graph_memory_round_trip_through_kernel_and_copies() {
         back.fill(f32::NAN).unwrap();
         exec.launch(&s).unwrap();
         s.synchronize().unwrap();
-        assert_same(&format!("sum, round {round}"), &sum.to_vec().unwrap(), &want);
-        assert_same(&format!("back, round {round}"), &back.to_vec().unwrap(), &ha);
+        assert_same(
+            &format!("sum, round {round}"),
+            &sum.to_vec().unwrap(),
+            &want,
+        );
+        assert_same(
+            &format!("back, round {round}"),
+            &back.to_vec().unwrap(),
+            &ha,
+        );
     }
 }
 
@@ -230,8 +268,9 @@ fn graph_memory_is_refused_outside_its_graph() {
     assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
     // A per-node update of another executable.
     // SAFETY: vadd stays below the lengths given.
-    let k = unsafe { other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &a, n, &mut c, n]) }
-        .unwrap();
+    let k =
+        unsafe { other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &a, n, &mut c, n]) }
+            .unwrap();
     let mut exec = other.instantiate().unwrap();
     // SAFETY: refused before the driver sees it.
     let e = unsafe {
@@ -274,7 +313,9 @@ fn graph_memory_attributes_and_trim() {
         .add_graph_mem_memset_node(&[], &mut big, MemsetValue::U32(1))
         .unwrap();
     let (_, mut small) = g.add_mem_alloc_node::<u32>(&[], 1024).unwrap();
-    let cp = g.add_memcpy_node_to_graph_mem(&[set], &mut small, &src).unwrap();
+    let cp = g
+        .add_memcpy_node_to_graph_mem(&[set], &mut small, &src)
+        .unwrap();
     let out = g
         .add_memcpy_node_from_graph_mem(&[cp], &mut back, &small)
         .unwrap();
@@ -291,8 +332,15 @@ fn graph_memory_attributes_and_trim() {
     let reserved = dev
         .graph_mem_attribute(GraphMemAttribute::ReservedMemCurrent)
         .unwrap();
-    assert!(used_high >= (n * 4) as u64, "used high {used_high} < {}", n * 4);
-    assert!(reserved >= used_high, "reserved {reserved} < used high {used_high}");
+    assert!(
+        used_high >= (n * 4) as u64,
+        "used high {used_high} < {}",
+        n * 4
+    );
+    assert!(
+        reserved >= used_high,
+        "reserved {reserved} < used high {used_high}"
+    );
     // Everything was freed in the launch.
     assert_eq!(
         dev.graph_mem_attribute(GraphMemAttribute::UsedMemCurrent)
@@ -318,8 +366,7 @@ fn instantiate_options_upload_priority_and_device_launch() {
     let mut c = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
     let mut g = Graph::new().unwrap();
     // SAFETY: vadd stays below the lengths given.
-    unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }
-        .unwrap();
+    unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }.unwrap();
     let s = Stream::new().unwrap();
 
     let opts = InstantiateOptions {
@@ -394,15 +441,25 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
     let mut g = Graph::new().unwrap();
     let before = arr.to_vec().unwrap();
     let n1 = g
-        .add_memcpy_3d_node(&[], &mut arr, &src, &Copy3D::new(sub).src_pos(sp).dst_pos(dp))
+        .add_memcpy_3d_node(
+            &[],
+            &mut arr,
+            &src,
+            &Copy3D::new(sub).src_pos(sp).dst_pos(dp),
+        )
         .unwrap();
     g.add_memcpy_3d_node(&[n1], &mut out, &arr, &Copy3D::new(Extent::new(w, h, d)))
         .unwrap();
     // Checks before the driver: a region leaving the array, host memory, an empty region.
     let mut spare = Array::<u32>::new_3d(Extent::new(w, h, d), ArrayFlags::empty()).unwrap();
     assert!(matches!(
-        g.add_memcpy_3d_node(&[], &mut spare, &src, &Copy3D::new(sub).dst_pos(Pos::new(w - 5, 0, 0)))
-            .unwrap_err(),
+        g.add_memcpy_3d_node(
+            &[],
+            &mut spare,
+            &src,
+            &Copy3D::new(sub).dst_pos(Pos::new(w - 5, 0, 0))
+        )
+        .unwrap_err(),
         Error::OutOfRange { .. }
     ));
     assert!(matches!(
@@ -445,4 +502,142 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
     .unwrap();
     assert_same("3-D copy nodes", &got, &want);
     assert_same("the array itself", &arr.to_vec().unwrap(), &want);
+}
+
+/// The conditional kernels, linked with the device runtime (`cudaGraphSetConditional`).
+fn cond_module() -> Module {
+    Module::from_ptx_with_device_runtime(kernels::graph_cond::PTX).unwrap()
+}
+
+fn if_nodes_follow_the_default_and_a_device_decision() {
+    let mut r = rng();
+    let n = 3001;
+    let m = cond_module();
+    let set = m.function("cond_set").unwrap();
+    let s = Stream::new().unwrap();
+    for default in [Some(0u32), Some(1), None] {
+        // With no default the value comes from the kernel before the node.
+        let decided = r.bool();
+        let runs = match default {
+            Some(v) => v != 0,
+            None => decided,
+        };
+        let v = r.u32(..);
+        let before = random_u32(&mut r, n);
+        let mut buf = DeviceBuffer::from_slice(&before).unwrap();
+        let mut g = Graph::new().unwrap();
+        let h = g.conditional_handle(default).unwrap();
+        let mut deps = Vec::new();
+        if default.is_none() {
+            // SAFETY: cond_set takes the handle of a conditional of this graph and a value.
+            let k = unsafe {
+                g.add_kernel_node(
+                    &[],
+                    &set,
+                    &LaunchConfig::new(1u32, 1u32),
+                    &kernel_args![h, decided as u32],
+                )
+            }
+            .unwrap();
+            deps.push(k);
+        }
+        let (_, mut body) = g
+            .add_conditional_node(&deps, h, ConditionalKind::If)
+            .unwrap();
+        body.add_memset_node(&[], &mut buf, MemsetValue::U32(v))
+            .unwrap();
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        let want = if runs { vec![v; n] } else { before };
+        assert_same(
+            &format!("if node, default {default:?}, decided {decided}"),
+            &buf.to_vec().unwrap(),
+            &want,
+        );
+    }
+}
+
+fn while_node_runs_its_body_until_the_counter_reaches_the_limit() {
+    let mut r = rng();
+    let n = 10_007;
+    let m = cond_module();
+    let step = m.function("cond_count_to").unwrap();
+    let limit = r.u32(1..60);
+    let h0 = random_ints_f32(&mut r, n);
+    let mut data = DeviceBuffer::from_slice(&h0).unwrap();
+    let mut counter = DeviceBuffer::from_slice(&[r.u32(..)]).unwrap();
+    let mut g = Graph::new().unwrap();
+    let reset = g
+        .add_memset_node(&[], &mut counter, MemsetValue::U32(0))
+        .unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (node, mut body) = g
+        .add_conditional_node(&[reset], h, ConditionalKind::While)
+        .unwrap();
+    // SAFETY: cond_count_to stays below the lengths given and sets this node's handle.
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &step,
+            &LaunchConfig::for_elements(n, 256).unwrap(),
+            &kernel_args![h, &mut counter, 1usize, &mut data, n, limit],
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        g.node_type(node).unwrap(),
+        cuda_runtime::graph::GraphNodeType::Conditional
+    );
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    let launches = 3;
+    for _ in 0..launches {
+        exec.launch(&s).unwrap();
+    }
+    s.synchronize().unwrap();
+    assert_eq!(counter.to_vec().unwrap(), [limit]);
+    let want: Vec<f32> = h0.iter().map(|x| x + (launches * limit) as f32).collect();
+    assert_same("while body runs", &data.to_vec().unwrap(), &want);
+}
+
+fn conditional_bodies_are_refused_alone_and_keep_their_buffers() {
+    let mut r = rng();
+    let n = 2048;
+    let h_src = random_u32(&mut r, n);
+    let mut dst = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g.add_conditional_node(&[], h, ConditionalKind::If).unwrap();
+    {
+        let src = DeviceBuffer::from_slice(&h_src).unwrap();
+        body.add_memcpy_node(&[], &mut dst, &src).unwrap();
+    }
+    for e in [
+        body.instantiate().unwrap_err(),
+        body.try_clone().unwrap_err(),
+        g.add_child_graph_node(&[], &body).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    }
+    // A handle of another graph.
+    let mut other = Graph::new().unwrap();
+    let foreign = other.conditional_handle(None).unwrap();
+    assert!(matches!(
+        g.add_conditional_node(&[], foreign, ConditionalKind::While)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let exec = g.instantiate().unwrap();
+    // The parent graph value and the body handle go; the executable still has it all.
+    drop(g);
+    drop(body);
+    let junk: Vec<DeviceBuffer<u32>> = (0..8)
+        .map(|_| DeviceBuffer::from_slice(&vec![7u32; n]).unwrap())
+        .collect();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("copy in the body", &dst.to_vec().unwrap(), &h_src);
+    drop(junk);
 }
