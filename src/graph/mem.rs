@@ -275,7 +275,8 @@ impl Graph {
     /// the graph must do before it can be instantiated). See the [module docs](self).
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] for 0 elements or a size that overflows; the driver's error
+    /// [`Error::InvalidValue`] for 0 elements or a size that overflows, and in the body of a
+    /// conditional node; the driver's error
     /// (e.g. out of memory for the graph pool's reservation).
     #[doc(alias = "cudaGraphAddMemAllocNode")]
     pub fn add_mem_alloc_node<T: DeviceRepr>(
@@ -285,6 +286,8 @@ impl Graph {
     ) -> Result<(GraphNode, GraphMem<T>)> {
         const CALL: &str = "cudaGraphAddMemAllocNode";
         record((|| {
+            // The instantiation check sees the root graph's allocations only.
+            self.not_body(CALL)?;
             let bytes = len
                 .checked_mul(size_of::<T>())
                 .filter(|&b| b > 0)

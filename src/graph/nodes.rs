@@ -658,7 +658,7 @@ impl Graph {
                 return Ok(());
             }
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: live graph; `f.len()` nodes of it on each side; no edge data.
             a.check(
                 unsafe {
@@ -704,7 +704,7 @@ impl Graph {
     pub fn nodes(&self) -> Result<Vec<GraphNode>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
             node_list(&a, "cuGraphGetNodes", self.shared.id, |p, n| unsafe {
@@ -718,7 +718,7 @@ impl Graph {
     pub fn root_nodes(&self) -> Result<Vec<GraphNode>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: as in `nodes`.
             node_list(&a, "cuGraphGetRootNodes", self.shared.id, |p, n| unsafe {
@@ -732,7 +732,7 @@ impl Graph {
     pub fn edges(&self) -> Result<Vec<(GraphNode, GraphNode)>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             let mut n = 0usize;
             let (null, no_data) = (std::ptr::null_mut(), std::ptr::null_mut());
@@ -778,7 +778,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetDependencies", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: a live node of this graph; the buffer holds `n` nodes; no edge data.
             node_list(
                 &a,
@@ -797,7 +797,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetDependentNodes", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: as in `dependencies`.
             node_list(
                 &a,
@@ -816,7 +816,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetType", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             super::raw_node_type(&a, raw)
         })())
     }
@@ -839,7 +839,7 @@ impl Graph {
                     reason: "must be UTF-8 without NUL bytes",
                 })?;
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: live graph; NUL-terminated path; known flag bits only.
             a.check(
                 unsafe { sys::cuGraphDebugDotPrint(self.shared.raw.0, c.as_ptr(), flags.bits()) },
