@@ -60,11 +60,13 @@ fn tokenize(s: &str) -> Vec<Tok> {
             i += 1;
         } else {
             let mut v = String::new();
-            while i < c.len()
-                && !c[i].is_whitespace()
-                && !"{}[]=;,\"".contains(c[i])
-                && !(c[i] == '-' && c.get(i + 1) == Some(&'>'))
-            {
+            let ends = |i: usize| {
+                i >= c.len()
+                    || c[i].is_whitespace()
+                    || "{}[]=;,\"".contains(c[i])
+                    || (c[i] == '-' && c.get(i + 1) == Some(&'>'))
+            };
+            while !ends(i) {
                 v.push(c[i]);
                 i += 1;
             }
@@ -74,11 +76,14 @@ fn tokenize(s: &str) -> Vec<Tok> {
     out
 }
 
+/// Two names: a node's (name, label), or an edge's (from, to).
+type Pair = (String, String);
+
 /// Nodes (name, label) and edges (from, to) of DOT text; subgraph and attribute statements
 /// are skipped.
-fn parse_dot(text: &str) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn parse_dot(text: &str) -> (Vec<Pair>, Vec<Pair>) {
     let t = tokenize(text);
-    let (mut nodes, mut edges): (Vec<(String, String)>, Vec<(String, String)>) = (vec![], vec![]);
+    let (mut nodes, mut edges): (Vec<Pair>, Vec<Pair>) = (vec![], vec![]);
     let mut i = 0;
     // Reads `[k = v, ...]` from `i`, returning the label.
     let attrs = |i: &mut usize| -> String {

@@ -112,7 +112,18 @@ impl Graph {
 
     /// Adds a conditional node (`cudaGraphAddNode` with `cudaGraphNodeTypeConditional`) run by
     /// `handle`'s value; returns the node and its body graph, empty, to which the body's nodes
-    /// are added. See the [module docs](self).
+    /// are added.
+    ///
+    /// The body is a [`Graph`] handle to a graph the node owns: add nodes to it as to any
+    /// graph. What they refer to is kept alive by the graph at the root of the nesting (and its
+    /// clones, executables and launches), so the body handle may outlive the parent [`Graph`]
+    /// value safely. A body cannot be instantiated, cloned, embedded as a child or used for a
+    /// whole update on its own, and holds no allocation nodes.
+    ///
+    /// The value is set at the start of each launch to the handle's default (when it has one)
+    /// and by device code through `cudaGraphSetConditional(handle, value)` in a kernel of the
+    /// graph (pass the handle as `KernelArg::from(handle)`; such PTX loads through
+    /// [`Module::from_ptx_with_device_runtime`](crate::Module::from_ptx_with_device_runtime)).
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when `handle` is another graph's; the driver's error (a handle

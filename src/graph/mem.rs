@@ -1,27 +1,6 @@
 //! Memory allocation and free nodes ([`GraphMem`]), and the device's pool of graph memory.
 //!
-//! # How graph memory is kept safe
-//!
-//! An allocation node's memory exists only while a launch of the graph runs between the
-//! allocation node and its free node: outside, its address names nothing (or, later, another
-//! launch's data). So the crate hands it out as a [`GraphMem`], which is not device memory
-//! of the ordinary kind:
-//!
-//! * it has no host access at all (no `to_vec`, no copies on streams) and no
-//!   [`DeviceRead`]/[`DeviceWrite`] implementation: the only things that can touch it are
-//!   nodes of the graph that allocated it (kernel arguments, memset and copy nodes); a node
-//!   of another graph, a per-node update of an executable, and a stream launch all refuse it
-//!   with [`Error::InvalidValue`];
-//! * every node that uses it is made to depend on the allocation node (the edge is added when
-//!   missing), and [`Graph::add_mem_free_node`] consumes the handle and depends on every node
-//!   that used it: no use can run before the allocation or after the free;
-//! * a graph with an allocation that it does not free cannot be instantiated (its memory would
-//!   outlive the launch with nothing in the crate referring to it), and an executable is never
-//!   updated from a graph with memory nodes (the new kernel arguments would name the other
-//!   graph's addresses).
-//!
-//! The driver adds its own rules: a graph with memory nodes cannot be cloned or embedded as a
-//! child graph, and only one executable of it may exist at a time.
+//! The rules that keep graph memory safe are on [`GraphMem`].
 
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -48,7 +27,30 @@ pub(crate) struct GraphMemInner {
 
 /// Memory that an allocation node of a [`Graph`] allocates (`cudaGraphAddMemAllocNode`):
 /// `len` elements of `T`, valid only inside the graph's launches, between the allocation node
-/// and its free node. See the [module docs](self) for the rules that keep it so.
+/// and its free node.
+///
+/// # How graph memory is kept safe
+///
+/// An allocation node's memory exists only while a launch of the graph runs between the
+/// allocation node and its free node: outside, its address names nothing (or, later, another
+/// launch's data). So the crate hands it out as a [`GraphMem`], which is not device memory
+/// of the ordinary kind:
+///
+/// * it has no host access at all (no `to_vec`, no copies on streams) and implements neither
+///   [`DeviceRead`](crate::DeviceRead) nor [`DeviceWrite`](crate::DeviceWrite): the only
+///   things that can touch it are nodes of the graph that allocated it (kernel arguments, memset and copy nodes); a node
+///   of another graph, a per-node update of an executable, and a stream launch all refuse it
+///   with [`Error::InvalidValue`];
+/// * every node that uses it is made to depend on the allocation node (the edge is added when
+///   missing), and [`Graph::add_mem_free_node`] consumes the handle and depends on every node
+///   that used it: no use can run before the allocation or after the free;
+/// * a graph with an allocation that it does not free cannot be instantiated (its memory would
+///   outlive the launch with nothing in the crate referring to it), and an executable is never
+///   updated from a graph with memory nodes (the new kernel arguments would name the other
+///   graph's addresses).
+///
+/// The driver adds its own rules: a graph with memory nodes cannot be cloned or embedded as a
+/// child graph, and only one executable of it may exist at a time.
 ///
 /// Pass it to the graph's nodes: as a kernel argument (`KernelArg::from(&mem)` to read,
 /// `&mut mem` to write, in [`kernel_args!`](crate::kernel_args)), to
@@ -272,7 +274,7 @@ impl Graph {
     /// Adds an allocation of `len` elements of `T` (`cudaGraphAddMemAllocNode`), made at every
     /// launch when the node runs; its memory is the returned [`GraphMem`], usable by this
     /// graph's nodes only, until [`add_mem_free_node`](Self::add_mem_free_node) frees it (which
-    /// the graph must do before it can be instantiated). See the [module docs](self).
+    /// the graph must do before it can be instantiated). See [`GraphMem`] for the rules.
     ///
     /// # Errors
     /// [`Error::InvalidValue`] for 0 elements or a size that overflows, and in the body of a
