@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuda_runtime::{Device, DeviceBuffer, Event, Stream, StreamFlags};
+use cuda_runtime::graph::{ConditionalKind, Graph, InstantiateOptions, MemsetValue};
+use cuda_runtime::{Device, DeviceBuffer, Error, Event, Stream, StreamFlags};
 
 fn null_driver_count(name: &str) -> u64 {
     let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
@@ -25,7 +26,114 @@ fn null_driver_count(name: &str) -> u64 {
     }
 }
 
+fn invalid<T: std::fmt::Debug>(what: &str, r: cuda_runtime::Result<T>) {
+    match r {
+        Err(Error::InvalidValue { .. }) => {}
+        other => panic!("{what}: expected Error::InvalidValue, got {other:?}"),
+    }
+}
+
+/// The crate's own graph rules, checked against the null driver's graph stand-ins (nodes do
+/// nothing; what counts is what the crate refuses, the edges it adds and the user objects it
+/// releases).
+fn graph_checks() {
+    use std::sync::atomic::AtomicUsize;
+    // Loads the driver.
+    Device::current().unwrap();
+    let objects_before = null_driver_count("nulldrv_user_objects_live");
+    let calls = Arc::new(AtomicUsize::new(0));
+    {
+        // Graph memory.
+        let mut g = Graph::new().unwrap();
+        let mut other = Graph::new().unwrap();
+        invalid("a zero-length allocation", g.add_mem_alloc_node::<u32>(&[], 0));
+        let (alloc, mut tmp) = g.add_mem_alloc_node::<u32>(&[], 64).unwrap();
+        invalid(
+            "graph memory in another graph",
+            other.add_graph_mem_memset_node(&[], &mut tmp, MemsetValue::U32(1)),
+        );
+        invalid("an unfreed allocation", g.instantiate());
+        let mut out = DeviceBuffer::<u32>::new(64).unwrap();
+        let cp = g.add_memcpy_node_from_graph_mem(&[], &mut out, &tmp).unwrap();
+        assert_eq!(g.dependencies(cp).unwrap(), vec![alloc], "copy after the allocation");
+        let set = g
+            .add_graph_mem_memset_node(&[cp], &mut tmp, MemsetValue::U32(3))
+            .unwrap();
+        let free = g.add_mem_free_node(&[], tmp).unwrap();
+        let deps = g.dependencies(free).unwrap();
+        assert!(
+            deps.contains(&alloc) && deps.contains(&cp) && deps.contains(&set),
+            "the free after every use: {deps:?}"
+        );
+        drop(out);
+        let exec = g.instantiate().unwrap();
+        other.add_empty_node(&[]).unwrap();
+        let mut exec_other = other.instantiate().unwrap();
+        invalid("a whole update from a graph with memory nodes", exec_other.update(&g));
+        drop((exec, exec_other));
+
+        // Device launch.
+        let mut h = Graph::new().unwrap();
+        let c = calls.clone();
+        h.add_host_node(&[], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let dl = InstantiateOptions {
+            device_launch: true,
+            ..Default::default()
+        };
+        match h.instantiate_with(&dl) {
+            Err(Error::InvalidValue { value, .. }) if value.contains("Host") => {}
+            other => panic!("device launch with a host node: {other:?}"),
+        }
+        let both = InstantiateOptions {
+            device_launch: true,
+            auto_free_on_launch: true,
+            ..Default::default()
+        };
+        invalid("device launch with auto-free", other.instantiate_with(&both));
+
+        // Conditional bodies.
+        let mut g2 = Graph::new().unwrap();
+        let handle = g2.conditional_handle(Some(1)).unwrap();
+        let (_, mut body) = g2
+            .add_conditional_node(&[], handle, ConditionalKind::While)
+            .unwrap();
+        invalid("instantiating a body", body.instantiate());
+        invalid("cloning a body", body.try_clone());
+        invalid("a body as a child", g2.add_child_graph_node(&[], &body));
+        invalid("an allocation in a body", body.add_mem_alloc_node::<u8>(&[], 8));
+        invalid(
+            "another graph's handle",
+            other.add_conditional_node(&[], handle, ConditionalKind::If),
+        );
+        let c = calls.clone();
+        body.add_host_node(&[], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        // The body's node is kept by the root graph: drop the root first, then the body.
+        let exec2 = g2.instantiate().unwrap();
+        drop(g2);
+        drop(body);
+        drop(exec2);
+    }
+    // Everything released: the user objects' destructors ran and the next crate call
+    // released the bundles (the closures' clones of `calls` among them).
+    Device::current().unwrap().synchronize().unwrap();
+    assert_eq!(Arc::strong_count(&calls), 1, "host closures released");
+    assert_eq!(
+        null_driver_count("nulldrv_user_objects_live"),
+        objects_before,
+        "user objects released"
+    );
+    assert_eq!(null_driver_count("nulldrv_graphs_live"), 0, "graphs destroyed");
+    println!("null-driver harness: graph checks passed");
+}
+
 fn main() {
+    graph_checks();
     let secs: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
