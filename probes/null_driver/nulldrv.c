@@ -320,3 +320,17 @@ CUresult cuGraphExecDestroy(void *e) {
   pthread_mutex_unlock(&gm);
   OK;
 }
+// Modules: any image loads; every function has six 8-byte parameters (as `vadd`).
+CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) { in_ctx("cuModuleLoadDataEx"); *m = (void *)make(); OK; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { in_ctx("cuModuleGetFunction"); handle_ok((uint64_t)m, "cuModuleGetFunction (stale module)"); *f = (void *)make(); OK; }
+CUresult cuModuleUnload(void *m) { in_ctx("cuModuleUnload"); handle_ok((uint64_t)m, "cuModuleUnload (stale module)"); OK; }
+CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
+  if (i >= 6) return 1;
+  *off = i * 8;
+  *size = 8;
+  OK;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
+CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemsetNodeSetParams"); OK; }
+CUresult cuGraphExecMemcpyNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemcpyNodeSetParams"); OK; }
+CUresult cuGraphExecHostNodeSetParams(void *e, void *n, const void *p) { in_ctx("cuGraphExecHostNodeSetParams"); OK; }
