@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Graph, GraphNode, GraphShared, NEXT_GRAPH_ID};
+use super::{Graph, GraphNode, GraphNodeType, GraphShared, NEXT_GRAPH_ID};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::module::KernelArg;
@@ -54,11 +54,57 @@ pub enum ConditionalKind {
     If,
     /// Runs the body while the value is non-zero, testing before each run
     /// (`cudaGraphCondTypeWhile`). The body must set the value to 0 at some point, or the
-    /// launch never ends.
+    /// launch never ends: only a kernel can, so a graph whose while body holds no kernel
+    /// (directly, in a child graph or in a nested conditional node) is refused at
+    /// instantiation. Whether the kernel does set it is part of the `unsafe` contract of
+    /// [`Graph::add_kernel_node`].
     While,
 }
 
+/// Whether a while body of these node kinds can end its loop (a kernel may set the value).
+pub(crate) fn can_end_loop(kinds: &[GraphNodeType]) -> bool {
+    kinds.iter().any(|k| {
+        matches!(
+            k,
+            GraphNodeType::Kernel | GraphNodeType::ChildGraph | GraphNodeType::Conditional
+        )
+    })
+}
+
 impl Graph {
+    /// Refuses a graph with a while node whose body cannot end the loop (see
+    /// [`ConditionalKind::While`]), at any depth.
+    pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
+        let bodies: Vec<(bool, Raw<sys::CUgraph_st>)> = self.shared.keeper().bodies.lock().clone();
+        let a = self.enter()?;
+        for (is_while, body) in bodies {
+            if !is_while {
+                continue;
+            }
+            let mut kinds = Vec::new();
+            {
+                let _l = self.shared.keeper().objects.lock();
+                let g = body.0;
+                // SAFETY: a live body graph (owned by its node in this graph).
+                let nodes = super::node_list(&a, "cuGraphGetNodes", 0, |p, n| unsafe {
+                    sys::cuGraphGetNodes(g, p, n)
+                })?;
+                for n in nodes {
+                    kinds.push(super::raw_node_type(&a, n.as_raw())?);
+                }
+            }
+            if !can_end_loop(&kinds) {
+                return Err(Error::InvalidValue {
+                    what: call,
+                    value: format!("a while node whose body holds {kinds:?}"),
+                    reason: "a while loop ends only when a kernel sets its value to 0, and this \
+                             body has no kernel: every launch would run forever",
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses the body graph of a conditional node for `call`.
     pub(crate) fn not_body(&self, call: &'static str) -> Result<()> {
         if self.shared.root.is_some() {
@@ -203,10 +249,31 @@ impl Graph {
                     objects: Mutex::new(Vec::new()),
                     mem: Mutex::new(super::mem::MemNodes::default()),
                     root: Some(root),
+                    bodies: Mutex::new(Vec::new()),
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };
+            self.shared
+                .keeper()
+                .bodies
+                .lock()
+                .push((kind == ConditionalKind::While, Raw(body.shared.raw.0)));
             Ok((node, body))
         })())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_while_body_without_a_kernel_cannot_end_its_loop() {
+        use GraphNodeType::*;
+        assert!(!can_end_loop(&[]));
+        assert!(!can_end_loop(&[Host, Memset, Memcpy, Empty, EventRecord]));
+        assert!(can_end_loop(&[Memset, Kernel]));
+        assert!(can_end_loop(&[ChildGraph]));
+        assert!(can_end_loop(&[Conditional]));
     }
 }

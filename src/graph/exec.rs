@@ -222,6 +222,7 @@ impl Graph {
             };
             self.not_body(CALL)?;
             self.check_all_freed(CALL)?;
+            self.check_while_bodies(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let _l = self.shared.objects.lock();
@@ -382,6 +383,7 @@ impl GraphExec {
                 });
             }
             graph.not_body(CALL)?;
+            graph.check_while_bodies(CALL)?;
             if graph.has_mem_nodes() || self.source.mem.lock().any {
                 return Err(Error::InvalidValue {
                     what: CALL,

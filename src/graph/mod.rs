@@ -86,6 +86,11 @@ pub(crate) struct GraphShared {
     /// For the body graph of a conditional node: the graph at the root of the nesting, which
     /// holds what the body's nodes refer to (and owns the body through the node).
     root: Option<Arc<GraphShared>>,
+    /// For a root graph: the bodies of its conditional nodes at any depth (owned by their
+    /// nodes, so live as long as this graph), with whether the node is a while loop (those are
+    /// checked at instantiation, see [`cond::ConditionalKind::While`]). Raw handles, not the
+    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both.
+    bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>)>>,
 }
 
 impl GraphShared {
@@ -409,6 +414,7 @@ impl Graph {
                 objects: Mutex::new(Vec::new()),
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
+                bodies: Mutex::new(Vec::new()),
             }),
             _not_sync: PhantomData,
         }

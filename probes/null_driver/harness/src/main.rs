@@ -237,7 +237,26 @@ fn graph_checks() {
             c.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-        // The body's node is kept by the root graph: drop the root first, then the body.
+        // Only a kernel can end a while loop.
+        invalid("a while body without a kernel", g2.instantiate());
+        let m2 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
+        let vadd2 = m2.function("vadd").unwrap();
+        let (x, mut y) = (
+            DeviceBuffer::<f32>::new(8).unwrap(),
+            DeviceBuffer::<f32>::new(8).unwrap(),
+        );
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            body.add_kernel_node(
+                &[],
+                &vadd2,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x, 8usize, &x, 8usize, &mut y, 8usize],
+            )
+        }
+        .unwrap();
+        drop((m2, vadd2, x, y));
+        // The body's nodes are kept by the root graph: drop the root first, then the body.
         let exec2 = g2.instantiate().unwrap();
         drop(g2);
         drop(body);
