@@ -7,7 +7,9 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::keep::{self, Accumulator, KeyedBundle, Token};
-use super::nodes::{host_params, kernel_bundle, kernel_params, memcpy_params, memset_params};
+use super::nodes::{
+    host_params, kernel_bundle, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
+};
 use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared, MemsetValue};
 use crate::context::{self, Active};
 use crate::driver::{self, sys, Raw};
@@ -556,6 +558,40 @@ impl GraphExec {
             self.update_node(bundle, |a, e| {
                 // SAFETY: live executable and node of its source graph; both ranges are live
                 // device memory of this context (checked), kept by the accumulator.
+                a.check(
+                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, raw, &params, a.ctx_raw()) },
+                    "cuGraphExecMemcpyNodeSetParams",
+                )
+            })
+        })())
+    }
+
+    /// Sets a 2-D/3-D copy node's operands and region for future launches
+    /// (`cudaGraphExecMemcpyNodeSetParams`); `node` is a node of the graph the executable was
+    /// instantiated from. Checked as [`Graph::add_memcpy_3d_node`]; the new operands are kept
+    /// alive by the executable. The driver requires the same kinds of memory (device memory,
+    /// arrays) as the node had.
+    ///
+    /// # Errors
+    /// As [`Graph::add_memcpy_3d_node`]; [`Error::ForeignGraphNode`]; the driver's error when
+    /// `node` is not a copy node or the change is not allowed.
+    #[doc(alias = "cudaGraphExecMemcpyNodeSetParams")]
+    pub fn set_memcpy_3d_node_params<T: DeviceRepr>(
+        &mut self,
+        node: GraphNode,
+        dst: &mut (impl crate::PitchedSideMut<T> + ?Sized),
+        src: &(impl crate::PitchedSide<T> + ?Sized),
+        region: &crate::Copy3D,
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecMemcpyNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let (params, bundle) =
+                memcpy_3d_params(self.device, self.generation, &*dst, src, region, CALL)?;
+            self.update_node(bundle, |a, e| {
+                // SAFETY: live executable and node of its source graph; both regions checked
+                // against their sides (device memory and arrays of this context), kept by the
+                // accumulator.
                 a.check(
                     unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, raw, &params, a.ctx_raw()) },
                     "cuGraphExecMemcpyNodeSetParams",

@@ -476,7 +476,7 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
             .unwrap_err(),
         Error::InvalidValue { .. }
     ));
-    let exec = g.instantiate().unwrap();
+    let mut exec = g.instantiate().unwrap();
     // The source is dropped: the graph keeps it.
     drop(src);
     let s = Stream::new().unwrap();
@@ -501,6 +501,46 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
     .unwrap();
     assert_same("3-D copy nodes", &got, &want);
     assert_same("the array itself", &arr.to_vec().unwrap(), &want);
+
+    // A per-node update: another source and other positions; the new source is dropped at
+    // once (the executable keeps it).
+    let host2 = random_u32(&mut r, w * h * d);
+    let (sp2, dp2) = (Pos::new(0, 5, 2), Pos::new(10, 0, 1));
+    let sub2 = Extent::new(25, 9, 2);
+    {
+        let mut src2 = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+        copy_3d(
+            &mut src2,
+            &HostPitched::new(&host2, w, h).unwrap(),
+            &Copy3D::new(Extent::new(w, h, d)),
+        )
+        .unwrap();
+        exec.set_memcpy_3d_node_params(
+            n1,
+            &mut arr,
+            &src2,
+            &Copy3D::new(sub2).src_pos(sp2).dst_pos(dp2),
+        )
+        .unwrap();
+    }
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    for z in 0..sub2.depth {
+        for y in 0..sub2.height {
+            for x in 0..sub2.width {
+                let si = ((sp2.z + z) * h + sp2.y + y) * w + sp2.x + x;
+                let di = ((dp2.z + z) * h + dp2.y + y) * w + dp2.x + x;
+                want[di] = host2[si];
+            }
+        }
+    }
+    copy_3d(
+        &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+        &out,
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    assert_same("3-D copy node after the update", &got, &want);
 }
 
 /// The conditional kernels, linked with the device runtime (`cudaGraphSetConditional`).
