@@ -23,6 +23,11 @@
 //!   the calling thread. (So memory of a finished graph returns to the driver at the next crate
 //!   call, e.g. [`Device::synchronize`](crate::Device::synchronize), not at the instant the
 //!   launch ends.)
+//! * per-node updates of an executable ([`GraphExec::set_kernel_node_params`] and the memset,
+//!   copy and host ones) keep what they are given in one bundle that the executable holds, until
+//!   the executable is dropped or updated as a whole (launches in flight may still use the old
+//!   parameters, so nothing is released earlier). The same buffer or function given again is
+//!   kept once; each new host closure is kept.
 //!
 //! # What graphs refuse (for now)
 //!
@@ -35,6 +40,9 @@
 //!   by the graph at the root of the nesting.
 //! * Graph memory (allocation and free nodes) follows the rules of [`GraphMem`]: usable only by
 //!   the nodes of its graph, never from the host.
+//! * A while node whose body holds no kernel could never end its loop: such a graph is refused
+//!   at instantiation (see [`ConditionalKind::While`]).
+//! * Texture and surface objects as kernel-node arguments, and host memory in copy nodes.
 //!
 //! # Threads
 //!
