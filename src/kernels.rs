@@ -230,6 +230,8 @@ mod tests {
             ("stream_texture", &["n4 <= 2147483648"]),
             ("stream_global", &[]),
             ("mix_repeat", &[]),
+            ("cond_count_to", &[]), // unsafe
+            ("cond_set", &[]),      // unsafe
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

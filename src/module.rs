@@ -909,6 +909,9 @@ pub struct KernelArg<'a> {
     pub(crate) used: Option<Use<'a>>,
     /// A second use: what a texture or surface object reads or writes (its array or memory).
     pub(crate) also: Option<Use<'a>>,
+    /// Memory of a graph's allocation node: valid only inside that graph's launches, so only
+    /// that graph's nodes accept it (a stream launch refuses it).
+    pub(crate) graph_mem: Option<&'a crate::graph::GraphMemInner>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -934,6 +937,7 @@ impl<'a> KernelArg<'a> {
             size: std::mem::size_of::<T>(),
             used: None,
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -951,6 +955,7 @@ impl<'a> KernelArg<'a> {
             size: n,
             used: None,
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -962,6 +967,7 @@ impl<'a> KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(used),
             also: None,
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -978,6 +984,22 @@ impl<'a> KernelArg<'a> {
     pub fn write<T: DeviceRepr>(memory: &'a mut (impl DeviceWrite<T> + ?Sized)) -> KernelArg<'a> {
         let memory: &'a _ = memory;
         KernelArg::memory(memory.device_ptr(), Use::device(memory.allocation(), true))
+    }
+
+    /// Graph memory (see [`GraphMem`](crate::graph::GraphMem)) passed as its address.
+    pub(crate) fn graph_memory(
+        address: u64,
+        inner: &'a crate::graph::GraphMemInner,
+    ) -> KernelArg<'a> {
+        KernelArg {
+            inline: address,
+            borrowed: std::ptr::null(),
+            size: std::mem::size_of::<u64>(),
+            used: None,
+            also: None,
+            graph_mem: Some(inner),
+            _borrow: PhantomData,
+        }
     }
 
     /// The argument's size in bytes.
@@ -1012,6 +1034,7 @@ impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(object),
             also: Some(backing),
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -1028,6 +1051,7 @@ impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
             size: std::mem::size_of::<u64>(),
             used: Some(object),
             also: Some(array),
+            graph_mem: None,
             _borrow: PhantomData,
         }
     }
@@ -1568,6 +1592,9 @@ pub(crate) unsafe fn submit_launch(
     args: &[KernelArg<'_>],
     cooperative: bool,
 ) -> Result<()> {
+    if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+        return Err(crate::graph::graph_mem_outside(m, call));
+    }
     // Up to 32 arguments live on the stack; more are rare enough to allocate.
     let mut stack = [std::ptr::null_mut::<c_void>(); 32];
     let mut heap = Vec::new();
@@ -1827,5 +1854,174 @@ mod tests {
         let (blocks, size) = best_block_size(100, 32, occ2).unwrap();
         assert!(size <= 100);
         assert_eq!(blocks * size, 1536 / 96 * 96);
+    }
+}
+
+/// Where the device runtime library (`libcudadevrt.a`) is looked for, in order:
+/// `CUDA_RUNTIME_DEVRT` (the file itself), then `lib64/`, `lib/` and
+/// `targets/x86_64-linux/lib/` under `CUDA_HOME`, `CUDA_PATH` and `/usr/local/cuda`.
+pub(crate) fn devrt_candidates(env: impl Fn(&str) -> Option<String>) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    if let Some(p) = env("CUDA_RUNTIME_DEVRT") {
+        v.push(std::path::PathBuf::from(p));
+    }
+    let roots = [
+        env("CUDA_HOME"),
+        env("CUDA_PATH"),
+        Some("/usr/local/cuda".into()),
+    ];
+    for root in roots.into_iter().flatten() {
+        for sub in ["lib64", "lib", "targets/x86_64-linux/lib"] {
+            v.push(Path::new(&root).join(sub).join("libcudadevrt.a"));
+        }
+    }
+    v
+}
+
+impl Module {
+    /// Loads PTX that calls device-runtime functions (such as `cudaGraphSetConditional`, which
+    /// the PTX declares `.extern`), linked by the driver with NVIDIA's device runtime library
+    /// `libcudadevrt.a` from a CUDA toolkit (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`,
+    /// `cuLinkComplete`; libcudart's programs get the same from `nvcc -rdc=true`).
+    ///
+    /// The library is looked for in `CUDA_RUNTIME_DEVRT` (the file), then under `CUDA_HOME`,
+    /// `CUDA_PATH` and `/usr/local/cuda` (`lib64/`, `lib/`, `targets/x86_64-linux/lib/`). The
+    /// PTX is checked as by [`from_ptx`](Self::from_ptx); the cubin the driver's linker makes
+    /// is loaded as is.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] naming the paths searched when no library is found;
+    /// [`Error::InvalidModuleImage`] as [`from_ptx`](Self::from_ptx); [`Error::ModuleLoad`]
+    /// with the linker's log when linking fails.
+    #[doc(alias = "cuLinkCreate")]
+    #[doc(alias = "cuLinkComplete")]
+    pub fn from_ptx_with_device_runtime(ptx: &str) -> Result<Module> {
+        record((|| {
+            let (text, c) = ptx_c_string(ptx.as_bytes(), "PTX text")?;
+            let entries = crate::kernel_sig::parse_ptx_entries(text).unwrap_or_default();
+            let candidates = devrt_candidates(|k| std::env::var(k).ok());
+            let devrt =
+                candidates
+                    .iter()
+                    .find(|p| p.is_file())
+                    .ok_or_else(|| Error::InvalidValue {
+                        what: "libcudadevrt.a (the device runtime library)",
+                        value: candidates
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        reason:
+                            "not found in any of these places: set CUDA_RUNTIME_DEVRT to the file \
+                             or CUDA_HOME to a CUDA toolkit",
+                    })?;
+            let devrt = std::ffi::CString::new(devrt.display().to_string()).map_err(|_| {
+                Error::InvalidValue {
+                    what: "libcudadevrt.a path",
+                    value: devrt.display().to_string(),
+                    reason: "holds a NUL byte",
+                }
+            })?;
+            let a = context::enter_current()?;
+            let mut log = vec![0u8; 8192];
+            let mut options = [
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            ];
+            let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+            let mut state: sys::CUlinkState = std::ptr::null_mut();
+            // SAFETY: the options point to a log buffer of the stated size, alive until the
+            // state is destroyed below; valid out-parameter.
+            a.check(
+                unsafe {
+                    sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state)
+                },
+                "cuLinkCreate",
+            )?;
+            let linked = (|| -> std::result::Result<Vec<u8>, u32> {
+                let ptx = c.as_bytes_with_nul();
+                // SAFETY: live link state; NUL-terminated PTX text of the stated size (the
+                // driver copies it); no options.
+                let r = crate::driver::rc(unsafe {
+                    sys::cuLinkAddData_v2(
+                        state,
+                        sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                        ptx.as_ptr().cast_mut().cast(),
+                        ptx.len(),
+                        c"kernels.ptx".as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                });
+                if r != 0 {
+                    return Err(r);
+                }
+                // SAFETY: live link state; NUL-terminated path of NVIDIA's library.
+                let r = crate::driver::rc(unsafe {
+                    sys::cuLinkAddFile_v2(
+                        state,
+                        sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
+                        devrt.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                });
+                if r != 0 {
+                    return Err(r);
+                }
+                let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
+                // SAFETY: live link state; valid out-parameters.
+                let r =
+                    crate::driver::rc(unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) });
+                if r != 0 || cubin.is_null() {
+                    return Err(if r != 0 { r } else { 999 });
+                }
+                // SAFETY: the driver's cubin of `size` bytes, owned by the state, alive until
+                // it is destroyed below; copied out now.
+                Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+            })();
+            // SAFETY: the live state made above, destroyed once.
+            let _ = unsafe { sys::cuLinkDestroy(state) };
+            let image = match linked {
+                Ok(i) => i,
+                Err(r) => {
+                    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                    let log = String::from_utf8_lossy(&log[..end]).trim().to_string();
+                    return Err(a.dev.note(Error::ModuleLoad {
+                        code: ErrorCode::from_driver(r),
+                        driver: r,
+                        log,
+                    }));
+                }
+            };
+            drop(a);
+            // SAFETY: a cubin written by the driver's own linker from checked PTX and
+            // NVIDIA's device runtime library: well formed as the driver writes them.
+            unsafe { Module::load(&image, entries) }
+        })())
+    }
+}
+
+#[cfg(test)]
+mod devrt_tests {
+    use super::devrt_candidates;
+
+    #[test]
+    fn device_runtime_is_looked_for_in_the_env_file_then_toolkit_roots() {
+        let env = |k: &str| match k {
+            "CUDA_RUNTIME_DEVRT" => Some("/x/libcudadevrt.a".to_string()),
+            "CUDA_HOME" => Some("/opt/cuda".to_string()),
+            _ => None,
+        };
+        let v = devrt_candidates(env);
+        assert_eq!(v[0], std::path::Path::new("/x/libcudadevrt.a"));
+        assert_eq!(v[1], std::path::Path::new("/opt/cuda/lib64/libcudadevrt.a"));
+        assert!(v.contains(&std::path::PathBuf::from(
+            "/usr/local/cuda/lib64/libcudadevrt.a"
+        )));
+        assert_eq!(v.len(), 1 + 2 * 3);
+        assert_eq!(devrt_candidates(|_| None).len(), 3);
     }
 }

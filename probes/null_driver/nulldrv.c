@@ -130,3 +130,207 @@ CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
 CUresult cuGetErrorName(int e, const char **s) { *s = "CUDA_ERROR_NULL"; OK; }
 CUresult cuGetErrorString(int e, const char **s) { *s = "null driver"; OK; }
+
+// ---- Graphs (enough for the crate's own checks around graph memory, device launch,
+// conditional bodies and user objects; nodes do nothing). Guarded by `gm`.
+static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
+#define MAX_NODES 4096
+#define MAX_DEPS 16
+static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; } nodes[MAX_NODES];
+static size_t n_nodes;
+#define MAX_OBJS 4096
+static struct { uint64_t h; void *ptr; void (*dtor)(void *); long refs; } objs[MAX_OBJS];
+static size_t n_objs;
+// References held by graphs and executables: (owner, object index, count).
+#define MAX_HOLDS 8192
+static struct { uint64_t owner; size_t obj; long count; } holds[MAX_HOLDS];
+static size_t n_holds;
+static uint64_t graphs_live;
+uint64_t nulldrv_graphs_live(void) { return graphs_live; }
+uint64_t nulldrv_user_objects_live(void) {
+  uint64_t n = 0;
+  pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < n_objs; i++) n += objs[i].refs > 0;
+  pthread_mutex_unlock(&gm);
+  return n;
+}
+static size_t obj_index(uint64_t h) {
+  for (size_t i = 0; i < n_objs; i++) if (objs[i].h == h) return i;
+  bad("unknown user object");
+  return 0;
+}
+// Drops `c` references of object `i` (gm held); runs the destructor at zero, unlocked.
+static void obj_release(size_t i, long c) {
+  objs[i].refs -= c;
+  if (objs[i].refs == 0 && objs[i].dtor) {
+    void (*d)(void *) = objs[i].dtor;
+    objs[i].dtor = 0;
+    pthread_mutex_unlock(&gm);
+    d(objs[i].ptr);
+    pthread_mutex_lock(&gm);
+  } else if (objs[i].refs < 0) {
+    bad("user object released below zero");
+  }
+}
+static void hold(uint64_t owner, size_t obj, long c) {
+  for (size_t i = 0; i < n_holds; i++)
+    if (holds[i].owner == owner && holds[i].obj == obj) { holds[i].count += c; return; }
+  if (n_holds < MAX_HOLDS) { holds[n_holds].owner = owner; holds[n_holds].obj = obj; holds[n_holds].count = c; n_holds++; }
+}
+static void release_owner(uint64_t owner) {
+  for (size_t i = 0; i < n_holds; i++)
+    if (holds[i].owner == owner && holds[i].count > 0) {
+      long c = holds[i].count;
+      holds[i].count = 0;
+      obj_release(holds[i].obj, c);
+    }
+}
+static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) {
+  in_ctx("cuGraphAdd*Node");
+  pthread_mutex_lock(&gm);
+  if (n_nodes >= MAX_NODES || nd > MAX_DEPS) { pthread_mutex_unlock(&gm); return 2; }
+  uint64_t n = make();
+  nodes[n_nodes].graph = (uint64_t)g;
+  nodes[n_nodes].node = n;
+  nodes[n_nodes].type = type;
+  nodes[n_nodes].ndeps = nd;
+  for (size_t i = 0; i < nd; i++) {
+    int found = 0;
+    for (size_t j = 0; j < n_nodes; j++) found |= nodes[j].node == (uint64_t)deps[i] && nodes[j].graph == (uint64_t)g;
+    if (!found) bad("a dependency that is not a node of the graph");
+    nodes[n_nodes].deps[i] = (uint64_t)deps[i];
+  }
+  n_nodes++;
+  pthread_mutex_unlock(&gm);
+  *out = (void *)n;
+  OK;
+}
+CUresult cuThreadExchangeStreamCaptureMode(int *m) { OK; }
+CUresult cuGraphCreate(void **g, unsigned f) { in_ctx("cuGraphCreate"); *g = (void *)make(); __atomic_fetch_add(&graphs_live, 1, __ATOMIC_SEQ_CST); OK; }
+CUresult cuGraphDestroy(void *g) {
+  in_ctx("cuGraphDestroy");
+  pthread_mutex_lock(&gm);
+  release_owner((uint64_t)g);
+  pthread_mutex_unlock(&gm);
+  __atomic_fetch_sub(&graphs_live, 1, __ATOMIC_SEQ_CST);
+  OK;
+}
+CUresult cuGraphAddEmptyNode(void **n, void *g, void **d, size_t nd) { return add_node(n, g, d, nd, 5); }
+CUresult cuGraphAddMemsetNode(void **n, void *g, void **d, size_t nd, const void *p, void *c) { return add_node(n, g, d, nd, 2); }
+CUresult cuGraphAddMemcpyNode(void **n, void *g, void **d, size_t nd, const void *p, void *c) { return add_node(n, g, d, nd, 1); }
+CUresult cuGraphAddHostNode(void **n, void *g, void **d, size_t nd, const void *p) { return add_node(n, g, d, nd, 3); }
+CUresult cuGraphAddKernelNode_v2(void **n, void *g, void **d, size_t nd, const void *p) { return add_node(n, g, d, nd, 0); }
+typedef struct { int allocType, handleTypes, locType, locId; void *win32; size_t maxSize; unsigned short usage; unsigned char reserved[54]; } PoolProps;
+typedef struct { PoolProps pool; void *access; size_t accessCount; size_t bytesize; uint64_t dptr; } AllocParams;
+CUresult cuGraphAddMemAllocNode(void **n, void *g, void **d, size_t nd, AllocParams *p) {
+  if (p->bytesize == 0 || p->pool.locType != 1) bad("cuGraphAddMemAllocNode parameters");
+  p->dptr = make();
+  return add_node(n, g, d, nd, 10);
+}
+CUresult cuGraphAddMemFreeNode(void **n, void *g, void **d, size_t nd, uint64_t p) { return add_node(n, g, d, nd, 11); }
+CUresult cuGraphConditionalHandleCreate(uint64_t *h, void *g, void *c, unsigned def, unsigned f) { in_ctx("cuGraphConditionalHandleCreate"); *h = make(); OK; }
+// CUgraphNodeParams: the type at 0, the union at 16; for a conditional, phGraph_out at 16 + 16.
+CUresult cuGraphAddNode_v2(void **n, void *g, void **d, const void *e, size_t nd, unsigned char *p) {
+  int type;
+  memcpy(&type, p, 4);
+  if (type != 13) return 801;
+  void **bodies = malloc(sizeof(void *));
+  bodies[0] = (void *)make();
+  memcpy(p + 32, &bodies, sizeof bodies);
+  return add_node(n, g, d, nd, 13);
+}
+CUresult cuGraphGetNodes(void *g, void **out, size_t *count) {
+  pthread_mutex_lock(&gm);
+  size_t k = 0;
+  for (size_t i = 0; i < n_nodes; i++)
+    if (nodes[i].graph == (uint64_t)g) {
+      if (out && k < *count) out[k] = (void *)nodes[i].node;
+      k++;
+    }
+  pthread_mutex_unlock(&gm);
+  if (!out || k < *count) *count = k;
+  OK;
+}
+CUresult cuGraphNodeGetType(void *n, int *t) {
+  pthread_mutex_lock(&gm);
+  *t = -1;
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) *t = nodes[i].type;
+  pthread_mutex_unlock(&gm);
+  return *t < 0 ? 400 : 0;
+}
+CUresult cuGraphNodeGetDependencies_v2(void *n, void **out, void *e, size_t *count) {
+  pthread_mutex_lock(&gm);
+  size_t k = 0;
+  for (size_t i = 0; i < n_nodes; i++)
+    if (nodes[i].node == (uint64_t)n) {
+      for (size_t j = 0; j < nodes[i].ndeps; j++) {
+        if (out && k < *count) out[k] = (void *)nodes[i].deps[j];
+        k++;
+      }
+    }
+  pthread_mutex_unlock(&gm);
+  if (!out || k < *count) *count = k;
+  OK;
+}
+CUresult cuUserObjectCreate(void **o, void *ptr, void (*d)(void *), unsigned refs, unsigned f) {
+  pthread_mutex_lock(&gm);
+  if (n_objs >= MAX_OBJS) { pthread_mutex_unlock(&gm); return 2; }
+  uint64_t h = make();
+  objs[n_objs].h = h; objs[n_objs].ptr = ptr; objs[n_objs].dtor = d; objs[n_objs].refs = refs;
+  n_objs++;
+  pthread_mutex_unlock(&gm);
+  *o = (void *)h;
+  OK;
+}
+CUresult cuUserObjectRelease(void *o, unsigned c) { pthread_mutex_lock(&gm); obj_release(obj_index((uint64_t)o), c); pthread_mutex_unlock(&gm); OK; }
+CUresult cuGraphRetainUserObject(void *g, void *o, unsigned c, unsigned f) {
+  pthread_mutex_lock(&gm);
+  size_t i = obj_index((uint64_t)o);
+  if (!(f & 1)) objs[i].refs += c;  // CU_GRAPH_USER_OBJECT_MOVE takes the caller's references
+  hold((uint64_t)g, i, c);
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+CUresult cuGraphReleaseUserObject(void *g, void *o, unsigned c) {
+  pthread_mutex_lock(&gm);
+  size_t i = obj_index((uint64_t)o);
+  hold((uint64_t)g, i, -(long)c);
+  obj_release(i, c);
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
+  in_ctx("cuGraphInstantiateWithParams");
+  uint64_t h = make();
+  pthread_mutex_lock(&gm);
+  size_t n = n_holds;
+  for (size_t i = 0; i < n; i++)
+    if (holds[i].owner == (uint64_t)g && holds[i].count > 0) {
+      objs[holds[i].obj].refs += holds[i].count;
+      hold(h, holds[i].obj, holds[i].count);
+    }
+  pthread_mutex_unlock(&gm);
+  *e = (void *)h;
+  OK;
+}
+CUresult cuGraphExecDestroy(void *e) {
+  in_ctx("cuGraphExecDestroy");
+  pthread_mutex_lock(&gm);
+  release_owner((uint64_t)e);
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+// Modules: any image loads; every function has six 8-byte parameters (as `vadd`).
+CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) { in_ctx("cuModuleLoadDataEx"); *m = (void *)make(); OK; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { in_ctx("cuModuleGetFunction"); handle_ok((uint64_t)m, "cuModuleGetFunction (stale module)"); *f = (void *)make(); OK; }
+CUresult cuModuleUnload(void *m) { in_ctx("cuModuleUnload"); handle_ok((uint64_t)m, "cuModuleUnload (stale module)"); OK; }
+CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
+  if (i >= 6) return 1;
+  *off = i * 8;
+  *size = 8;
+  OK;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
+CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemsetNodeSetParams"); OK; }
+CUresult cuGraphExecMemcpyNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemcpyNodeSetParams"); OK; }
+CUresult cuGraphExecHostNodeSetParams(void *e, void *n, const void *p) { in_ctx("cuGraphExecHostNodeSetParams"); OK; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the crate's reset exclusion and handle generations against a null driver, on a machine
+# Checks the crate's reset exclusion, handle generations and graph rules against a null driver, on a machine
 # without a GPU: bash probes/null_driver/run.sh [seconds]. Needs gcc.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

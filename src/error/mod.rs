@@ -360,6 +360,25 @@ pub enum Error {
         /// The node's raw handle (`CUgraphNode`), as an address.
         node: usize,
     },
+    /// `cudaGraphInstantiateWithParams` refused to instantiate a graph; `code` is the error
+    /// libcudart returns.
+    #[error(
+        "{call} failed: {reason} (cudaGraphInstantiateResult {result}; node {node:#x}, 0 = \
+         none; {})",
+        .code.name()
+    )]
+    GraphInstantiate {
+        /// The call.
+        call: &'static str,
+        /// The `cudaGraphInstantiateResult` number.
+        result: u32,
+        /// What the number means.
+        reason: &'static str,
+        /// The raw handle of the node that caused the refusal (0: none reported).
+        node: usize,
+        /// The runtime error code.
+        code: ErrorCode,
+    },
     /// `cudaGraphExecUpdate` refused to update an executable graph
     /// (`cudaErrorGraphExecUpdateFailure`); the executable is unchanged.
     #[error(
@@ -433,6 +452,7 @@ impl Error {
             | Error::InvalidModuleImage { .. }
             | Error::ForeignGraphNode { .. } => ErrorCode::InvalidValue,
             Error::GraphExecUpdate { .. } => ErrorCode::GraphExecUpdateFailure,
+            Error::GraphInstantiate { code, .. } => *code,
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle
             }

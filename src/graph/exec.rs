@@ -6,13 +6,16 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::keep::{self, Accumulator, Token};
-use super::nodes::{kernel_bundle, kernel_params};
-use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared};
+use super::keep::{self, Accumulator, KeyedBundle, Token};
+use super::nodes::{
+    host_params, kernel_bundle, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
+};
+use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared, MemsetValue};
 use crate::context::{self, Active};
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::launch::LaunchConfig;
+use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
 use crate::stream::Stream;
 
@@ -20,9 +23,18 @@ use crate::stream::Stream;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InstantiateOptions<'s> {
     /// Free graph allocations left unfreed before each relaunch
-    /// (`cudaGraphInstantiateFlagAutoFreeOnLaunch`; graphs of this crate have no allocation
-    /// nodes yet, so it changes nothing for them).
+    /// (`cudaGraphInstantiateFlagAutoFreeOnLaunch`). Graphs of this crate free every
+    /// allocation they make (see [`Graph::add_mem_alloc_node`]), so this changes nothing for
+    /// them; it is accepted for the runtime's sake.
     pub auto_free_on_launch: bool,
+    /// Instantiate for launches from the device as well (`cudaGraphInstantiateFlagDeviceLaunch`).
+    /// The crate launches such an executable from the host only; the flag is there for graphs
+    /// shared with device code. Refused with [`Error::InvalidValue`] together with
+    /// `auto_free_on_launch`, and for graphs with nodes the driver cannot launch from the
+    /// device (host, event, memory allocation and free, external semaphore and batched
+    /// memory-operation nodes); a device or driver without support gives
+    /// [`Error::GraphInstantiate`].
+    pub device_launch: bool,
     /// Launch nodes with their per-node priorities (`cudaGraphInstantiateFlagUseNodePriority`).
     pub use_node_priority: bool,
     /// Upload the executable in this stream as part of instantiation
@@ -52,6 +64,32 @@ const _: () = {
     assert!(size_of::<InstantiateParams>() == size_of::<sys::CUDA_GRAPH_INSTANTIATE_PARAMS>());
     assert!(size_of::<UpdateResultInfo>() == size_of::<sys::CUgraphExecUpdateResultInfo>());
 };
+
+/// What a `cudaGraphInstantiateResult` number means.
+pub(crate) fn instantiate_reason(result: u32) -> &'static str {
+    match result {
+        0 => "success",
+        1 => "an unexpected error",
+        2 => "the graph's structure is invalid (a cycle, or a node used in a way not allowed)",
+        3 => "a node's operation is not supported here (e.g. for device launch)",
+        4 => "nodes of several contexts or devices, which this instantiation does not support",
+        5 => "a conditional handle that no conditional node uses",
+        _ => "a reason this crate does not know",
+    }
+}
+
+/// Whether the driver can launch a node of this kind from the device.
+pub(crate) fn device_launchable(kind: GraphNodeType) -> bool {
+    matches!(
+        kind,
+        GraphNodeType::Kernel
+            | GraphNodeType::Memcpy
+            | GraphNodeType::Memset
+            | GraphNodeType::ChildGraph
+            | GraphNodeType::Empty
+            | GraphNodeType::Conditional
+    )
+}
 
 /// What a `cudaGraphExecUpdateResult` number means.
 pub(crate) fn update_reason(result: u32) -> &'static str {
@@ -144,6 +182,28 @@ impl Graph {
             if options.auto_free_on_launch {
                 flags |= 1;
             }
+            if options.device_launch {
+                if options.auto_free_on_launch {
+                    return Err(Error::InvalidValue {
+                        what: CALL,
+                        value: "device_launch with auto_free_on_launch".into(),
+                        reason: "the runtime does not allow both flags together",
+                    });
+                }
+                for node in self.nodes()? {
+                    let kind = self.node_type(node)?;
+                    if !device_launchable(kind) {
+                        return Err(Error::InvalidValue {
+                            what: CALL,
+                            value: format!("a {kind:?} node ({:#x})", node.raw),
+                            reason: "graphs instantiated for device launch may hold only \
+                                     kernel, copy, memset, child graph, empty and conditional \
+                                     nodes",
+                        });
+                    }
+                }
+                flags |= 4;
+            }
             if options.use_node_priority {
                 flags |= 8;
             }
@@ -162,6 +222,9 @@ impl Graph {
                 }
                 None => None,
             };
+            self.not_body(CALL)?;
+            self.check_all_freed(CALL)?;
+            self.check_while_bodies(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let _l = self.shared.objects.lock();
@@ -195,7 +258,19 @@ impl Graph {
                 None => instantiate(&a, std::ptr::null_mut()),
             };
             let _ = keep::unshare(&a, g, obj);
-            r?;
+            if let Err(e) = r {
+                // The driver's reason, when it gave one.
+                return Err(match (e.code(), params.result) {
+                    (code, result) if result != 0 => Error::GraphInstantiate {
+                        call: CALL,
+                        result,
+                        reason: instantiate_reason(result),
+                        node: params.err_node as usize,
+                        code,
+                    },
+                    _ => e,
+                });
+            }
             Ok(GraphExec {
                 raw: Raw(exec),
                 device,
@@ -309,6 +384,17 @@ impl GraphExec {
                     device: self.device,
                 });
             }
+            graph.not_body(CALL)?;
+            graph.check_while_bodies(CALL)?;
+            if graph.has_mem_nodes() || self.source.mem.lock().any {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "a graph with memory allocation or free nodes".into(),
+                    reason: "executables of graphs with memory nodes are not updated as a \
+                             whole (kernel arguments would name another graph's memory): \
+                             instantiate the new graph instead",
+                });
+            }
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
             let _l = graph.shared.objects.lock();
@@ -381,20 +467,166 @@ impl GraphExec {
         const CALL: &str = "cudaGraphExecKernelNodeSetParams";
         record((|| {
             let raw = self.own_node(node, CALL)?;
+            // Graph memory: the node's ordering against the allocation and its free cannot be
+            // checked here.
+            if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+                return Err(super::graph_mem_outside(m, CALL));
+            }
             let bundle = kernel_bundle(self.device, self.generation, function, config, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
-            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
-            let _l = self.source.objects.lock();
-            // Kept before the node can use it.
-            self.acc.lock().extend(bundle);
-            // SAFETY: live executable and node of its source graph (kept by `source`);
-            // arguments checked as for a node add, the memory kept by the accumulator; the
-            // caller vouches for the rest.
-            a.check(
-                unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw.0, raw, &params) },
-                "cuGraphExecKernelNodeSetParams",
-            )
+            self.update_node(bundle, |a, e| {
+                // SAFETY: live executable and node of its source graph (kept by `source`);
+                // arguments checked as for a node add, the memory kept by the accumulator; the
+                // caller vouches for the rest.
+                a.check(
+                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, raw, &params) },
+                    "cuGraphExecKernelNodeSetParams",
+                )
+            })
+        })())
+    }
+
+    /// Keeps `bundle` for the executable (before the node can use it), then runs the update
+    /// `f` (given the entered context and the executable) under the source graph's lock.
+    fn update_node(
+        &mut self,
+        bundle: KeyedBundle,
+        f: impl FnOnce(&Active, sys::CUgraphExec) -> Result<()>,
+    ) -> Result<()> {
+        let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+        let _l = self.source.objects.lock();
+        self.acc.lock().keep(bundle);
+        f(&a, self.raw.0)
+    }
+
+    /// Sets a memset node's destination and value for future launches
+    /// (`cudaGraphExecMemsetNodeSetParams`); `node` is a node of the graph the executable was
+    /// instantiated from. Checked as [`Graph::add_memset_node`]; the new memory is kept alive
+    /// by the executable, the old by the graph.
+    ///
+    /// The driver allows changing the address and the value, within the memory of the same
+    /// context as before; other changes (element size, width) it refuses.
+    ///
+    /// # Errors
+    /// As [`Graph::add_memset_node`]; [`Error::ForeignGraphNode`]; the driver's error when
+    /// `node` is not a memset node or the change is not allowed.
+    #[doc(alias = "cudaGraphExecMemsetNodeSetParams")]
+    pub fn set_memset_node_params<T: DeviceRepr>(
+        &mut self,
+        node: GraphNode,
+        dst: &mut (impl DeviceWrite<T> + ?Sized),
+        value: MemsetValue,
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecMemsetNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let (params, bundle) = memset_params(self.device, self.generation, dst, value, CALL)?;
+            self.update_node(bundle, |a, e| {
+                // SAFETY: live executable and node of its source graph; the memory is live
+                // device memory of this context (checked), kept by the accumulator.
+                a.check(
+                    unsafe { sys::cuGraphExecMemsetNodeSetParams(e, raw, &params, a.ctx_raw()) },
+                    "cuGraphExecMemsetNodeSetParams",
+                )
+            })
+        })())
+    }
+
+    /// Sets a copy node's operands for future launches (`cudaGraphExecMemcpyNodeSetParams`);
+    /// `node` is a node of the graph the executable was instantiated from. Checked as
+    /// [`Graph::add_memcpy_node`]; the new memory is kept alive by the executable.
+    ///
+    /// The driver requires the same kinds of memory (device to device) on the same context
+    /// as the node had.
+    ///
+    /// # Errors
+    /// As [`Graph::add_memcpy_node`]; [`Error::ForeignGraphNode`]; the driver's error when
+    /// `node` is not a copy node or the change is not allowed.
+    #[doc(alias = "cudaGraphExecMemcpyNodeSetParams")]
+    #[doc(alias = "cudaGraphExecMemcpyNodeSetParams1D")]
+    pub fn set_memcpy_node_params<T: DeviceRepr>(
+        &mut self,
+        node: GraphNode,
+        dst: &mut (impl DeviceWrite<T> + ?Sized),
+        src: &(impl DeviceRead<T> + ?Sized),
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecMemcpyNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let (params, bundle) = memcpy_params(self.device, self.generation, dst, src, CALL)?;
+            self.update_node(bundle, |a, e| {
+                // SAFETY: live executable and node of its source graph; both ranges are live
+                // device memory of this context (checked), kept by the accumulator.
+                a.check(
+                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, raw, &params, a.ctx_raw()) },
+                    "cuGraphExecMemcpyNodeSetParams",
+                )
+            })
+        })())
+    }
+
+    /// Sets a 2-D/3-D copy node's operands and region for future launches
+    /// (`cudaGraphExecMemcpyNodeSetParams`); `node` is a node of the graph the executable was
+    /// instantiated from. Checked as [`Graph::add_memcpy_3d_node`]; the new operands are kept
+    /// alive by the executable. The driver requires the same kinds of memory (device memory,
+    /// arrays) as the node had.
+    ///
+    /// # Errors
+    /// As [`Graph::add_memcpy_3d_node`]; [`Error::ForeignGraphNode`]; the driver's error when
+    /// `node` is not a copy node or the change is not allowed.
+    #[doc(alias = "cudaGraphExecMemcpyNodeSetParams")]
+    pub fn set_memcpy_3d_node_params<T: DeviceRepr>(
+        &mut self,
+        node: GraphNode,
+        dst: &mut (impl crate::PitchedSideMut<T> + ?Sized),
+        src: &(impl crate::PitchedSide<T> + ?Sized),
+        region: &crate::Copy3D,
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecMemcpyNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let (params, bundle) =
+                memcpy_3d_params(self.device, self.generation, &*dst, src, region, CALL)?;
+            self.update_node(bundle, |a, e| {
+                // SAFETY: live executable and node of its source graph; both regions checked
+                // against their sides (device memory and arrays of this context), kept by the
+                // accumulator.
+                a.check(
+                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, raw, &params, a.ctx_raw()) },
+                    "cuGraphExecMemcpyNodeSetParams",
+                )
+            })
+        })())
+    }
+
+    /// Replaces a host node's closure for future launches (`cudaGraphExecHostNodeSetParams`);
+    /// `node` is a node of the graph the executable was instantiated from. The new closure is
+    /// owned by the executable (until it is dropped or whole-updated, and its launches are
+    /// done: each update keeps one more closure until then); launches in flight still call
+    /// the old one, which the graph keeps.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGraphNode`]; the driver's error when `node` is not a host node.
+    #[doc(alias = "cudaGraphExecHostNodeSetParams")]
+    pub fn set_host_node_params<F: Fn() + Send + Sync + 'static>(
+        &mut self,
+        node: GraphNode,
+        f: F,
+    ) -> Result<()> {
+        const CALL: &str = "cudaGraphExecHostNodeSetParams";
+        record((|| {
+            let raw = self.own_node(node, CALL)?;
+            let (params, token) = host_params(self.device, f);
+            self.update_node(vec![(None, token)], |a, e| {
+                // SAFETY: live executable and node of its source graph; the trampoline takes
+                // `userData` as the closure the accumulator keeps for as long as anything can
+                // call it.
+                a.check(
+                    unsafe { sys::cuGraphExecHostNodeSetParams(e, raw, &params) },
+                    "cuGraphExecHostNodeSetParams",
+                )
+            })
         })())
     }
 
@@ -446,5 +678,59 @@ impl GraphExec {
             )?;
             Ok(on != 0)
         })())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instantiate_and_update_reasons_name_every_known_result() {
+        for r in 0..=5 {
+            assert_ne!(instantiate_reason(r), "a reason this crate does not know");
+        }
+        assert_eq!(instantiate_reason(77), "a reason this crate does not know");
+        for r in 0..=8 {
+            assert_ne!(update_reason(r), "a reason this crate does not know");
+        }
+    }
+
+    #[test]
+    fn device_launch_accepts_only_the_kinds_the_driver_launches_from_the_device() {
+        use GraphNodeType::*;
+        for k in [Kernel, Memcpy, Memset, ChildGraph, Empty, Conditional] {
+            assert!(device_launchable(k), "{k:?}");
+        }
+        for k in [
+            Host,
+            EventRecord,
+            EventWait,
+            MemAlloc,
+            MemFree,
+            ExternalSemaphoreSignal,
+            ExternalSemaphoreWait,
+            BatchMemOp,
+            Other(99),
+        ] {
+            assert!(!device_launchable(k), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn instantiate_error_names_reason_node_and_code() {
+        let e = Error::GraphInstantiate {
+            call: "cudaGraphInstantiateWithParams",
+            result: 3,
+            reason: instantiate_reason(3),
+            node: 0x1234,
+            code: crate::ErrorCode::InvalidValue,
+        };
+        let s = e.to_string();
+        assert!(
+            s.contains("not supported") && s.contains("0x1234") && s.contains("3"),
+            "{s}"
+        );
+        assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
     }
 }

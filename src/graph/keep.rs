@@ -27,9 +27,50 @@ pub(crate) type Token = Box<dyn Send>;
 /// The tokens of one node (or of one executable's per-node updates).
 pub(crate) type Bundle = Vec<Token>;
 
+/// A token with an identity: two tokens with the same key keep the same thing alive (the key
+/// is the address of a live object the token holds, tagged with its kind, so it cannot be
+/// reused while the token lives). `None`: no identity (a host closure: every one is new).
+pub(crate) type Key = Option<(u8, usize)>;
+
+/// Key tags.
+pub(crate) const KEY_ALLOC: u8 = 1;
+pub(crate) const KEY_FUNCTION: u8 = 2;
+
+/// Tokens with their keys, as per-node updates gather them.
+pub(crate) type KeyedBundle = Vec<(Key, Token)>;
+
+/// What per-node updates of one executable keep, without duplicates: a parameter sweep that
+/// switches among the same buffers and functions keeps each once, however many updates it
+/// makes. (Each host-node update's closure is new, so it is kept until the executable is
+/// dropped or whole-updated.)
+#[derive(Default)]
+pub(crate) struct Kept {
+    keys: std::collections::HashSet<(u8, usize)>,
+    tokens: Vec<Token>,
+}
+
+impl Kept {
+    /// Keeps `bundle`'s tokens, dropping those whose key is kept already (the kept one holds
+    /// the same object).
+    pub(crate) fn keep(&mut self, bundle: KeyedBundle) {
+        for (key, token) in bundle {
+            match key {
+                Some(k) if !self.keys.insert(k) => drop(token),
+                _ => self.tokens.push(token),
+            }
+        }
+    }
+
+    /// How many tokens are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
 /// Tokens that per-node updates of an executable add, kept by a user object that the
 /// executable holds (see [`super::GraphExec`]).
-pub(crate) type Accumulator = Arc<Mutex<Bundle>>;
+pub(crate) type Accumulator = Arc<Mutex<Kept>>;
 
 /// The user object's destructor: hands the bundle to a user thread.
 unsafe extern "C" fn release_bundle(p: *mut c_void) {
@@ -130,4 +171,36 @@ pub(crate) fn relaxed<R>(f: impl FnOnce() -> R) -> R {
         let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(p) };
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_tokens_are_deduplicated_by_key_and_unkeyed_ones_all_kept() {
+        let a = Arc::new(1u32);
+        let b = Arc::new(2u32);
+        let key = |x: &Arc<u32>| Some((KEY_ALLOC, Arc::as_ptr(x) as usize));
+        let mut kept = Kept::default();
+        for _ in 0..100 {
+            kept.keep(vec![
+                (key(&a), Box::new(a.clone()) as Token),
+                (key(&b), Box::new(b.clone()) as Token),
+                (None, Box::new(7u8) as Token),
+            ]);
+        }
+        // a and b once each, the 100 unkeyed tokens all.
+        assert_eq!(kept.len(), 102);
+        assert_eq!(Arc::strong_count(&a), 2);
+        assert_eq!(Arc::strong_count(&b), 2);
+        // The same address under another tag is another object.
+        kept.keep(vec![(
+            Some((KEY_FUNCTION, Arc::as_ptr(&a) as usize)),
+            Box::new(a.clone()) as Token,
+        )]);
+        assert_eq!(Arc::strong_count(&a), 3);
+        drop(kept);
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
 }

@@ -23,6 +23,11 @@
 //!   the calling thread. (So memory of a finished graph returns to the driver at the next crate
 //!   call, e.g. [`Device::synchronize`](crate::Device::synchronize), not at the instant the
 //!   launch ends.)
+//! * per-node updates of an executable ([`GraphExec::set_kernel_node_params`] and the memset,
+//!   copy and host ones) keep what they are given in one bundle that the executable holds, until
+//!   the executable is dropped or updated as a whole (launches in flight may still use the old
+//!   parameters, so nothing is released earlier). The same buffer or function given again is
+//!   kept once; each new host closure is kept.
 //!
 //! # What graphs refuse (for now)
 //!
@@ -30,8 +35,14 @@
 //!   every node with [`Error::InvalidValue`]: a launched graph runs without borrowing the
 //!   buffer, so a CPU view (`as_slice`) could see the device write under it. Graphs use device
 //!   memory; copy results out with the stream copies after the launch.
-//! * Memory-allocation, memory-free and conditional nodes, 3-D copies, and stream capture are
-//!   not offered yet.
+//! * The body graph of a conditional node (see [`Graph::add_conditional_node`]) cannot be
+//!   cloned, embedded as a child or instantiated on its own: what its nodes refer to is kept
+//!   by the graph at the root of the nesting.
+//! * Graph memory (allocation and free nodes) follows the rules of [`GraphMem`]: usable only by
+//!   the nodes of its graph, never from the host.
+//! * A while node whose body holds no kernel could never end its loop: such a graph is refused
+//!   at instantiation (see [`ConditionalKind::While`]).
+//! * Texture and surface objects as kernel-node arguments, and host memory in copy nodes.
 //!
 //! # Threads
 //!
@@ -40,8 +51,10 @@
 //! executable's nodes in per-node updates); calls on a graph and on its executables are
 //! serialised by a lock inside.
 
+mod cond;
 mod exec;
 mod keep;
+mod mem;
 mod nodes;
 
 use std::cell::Cell;
@@ -53,8 +66,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
 use keep::Bundle;
+pub(crate) use mem::{graph_mem_outside, GraphMemInner};
+pub use mem::{GraphMem, GraphMemAttribute};
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -73,10 +89,35 @@ pub(crate) struct GraphShared {
     /// The user objects the graph holds references to (through the nodes' bundles). The lock
     /// also serialises every driver call on the graph.
     objects: Mutex<Vec<Raw<sys::CUuserObject_st>>>,
+    /// The graph's memory allocation and free nodes.
+    mem: Mutex<mem::MemNodes>,
+    /// For the body graph of a conditional node: the graph at the root of the nesting, which
+    /// holds what the body's nodes refer to (and owns the body through the node).
+    root: Option<Arc<GraphShared>>,
+    /// For a root graph: the bodies of its conditional nodes at any depth (owned by their
+    /// nodes, so live as long as this graph), with whether the node is a while loop (those are
+    /// checked at instantiation, see [`cond::ConditionalKind::While`]). Raw handles, not the
+    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both.
+    bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>)>>,
+}
+
+impl GraphShared {
+    /// The graph whose user objects keep what this graph's nodes refer to (itself, or the root
+    /// of a conditional body).
+    fn keeper(&self) -> &GraphShared {
+        match &self.root {
+            Some(r) => r,
+            None => self,
+        }
+    }
 }
 
 impl Drop for GraphShared {
     fn drop(&mut self) {
+        if self.root.is_some() {
+            // A conditional node's body: owned by the node.
+            return;
+        }
         let raw = self.raw;
         context::release(
             self.device,
@@ -379,6 +420,9 @@ impl Graph {
                 generation: a.generation(),
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
                 objects: Mutex::new(Vec::new()),
+                mem: Mutex::new(mem::MemNodes::default()),
+                root: None,
+                bodies: Mutex::new(Vec::new()),
             }),
             _not_sync: PhantomData,
         }
@@ -431,11 +475,12 @@ impl Graph {
         let deps = self.raw_nodes(call, deps)?;
         let a = self.enter()?;
         let g = self.shared.raw.0;
-        let mut objects = self.shared.objects.lock();
+        let keeper = self.shared.keeper();
+        let mut objects = keeper.objects.lock();
         let obj = if bundle.is_empty() {
             None
         } else {
-            Some(keep::attach(&a, g, bundle)?)
+            Some(keep::attach(&a, keeper.raw.0, bundle)?)
         };
         let dp = if deps.is_empty() {
             std::ptr::null()
@@ -454,7 +499,7 @@ impl Graph {
             }
             (Err(e), Some(obj)) => {
                 // The node was not added: its bundle goes back (released by the driver).
-                let _ = keep::unshare(&a, g, obj);
+                let _ = keep::unshare(&a, keeper.raw.0, obj);
                 Err(e)
             }
             (Err(e), None) => Err(e),

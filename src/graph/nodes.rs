@@ -5,7 +5,7 @@ use std::mem::size_of;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::keep::{self, Bundle, Token};
+use super::keep::{self, Bundle, KeyedBundle, Token};
 use super::{
     admit_memory, host_node_trampoline, node_list, DotFlags, Graph, GraphNode, GraphNodeType,
     HostNode, MemsetValue,
@@ -15,8 +15,9 @@ use crate::driver::sys;
 use crate::error::{record, Error, Result};
 use crate::event::Event;
 use crate::launch::{self, LaunchConfig};
-use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
+use crate::memory::{check_array_regions, copy_region, Base, DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
+use crate::{Copy3D, PitchedSide, PitchedSideMut};
 
 /// Checks a kernel node's function, configuration and arguments as a stream launch does, and
 /// gathers its tokens: the function (and so its module) and the memory its arguments name.
@@ -27,7 +28,7 @@ pub(crate) fn kernel_bundle(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
     call: &'static str,
-) -> Result<Bundle> {
+) -> Result<KeyedBundle> {
     // Reads launch limits (driver calls) before anything else: never inside a host function.
     if context::in_host_fn() {
         return Err(Error::InHostFunction { call });
@@ -49,7 +50,8 @@ pub(crate) fn kernel_bundle(
         });
     }
     launch::validate(config, &context::device_state(device)?.launch_limits()?)?;
-    let mut bundle: Bundle = vec![Box::new(function.clone())];
+    let fkey = Some((keep::KEY_FUNCTION, function.as_raw() as usize));
+    let mut bundle: KeyedBundle = vec![(fkey, Box::new(function.clone()))];
     for arg in args {
         if arg.also.is_some() {
             // The graph would keep the object's tracker, not the object: its handle could be
@@ -61,11 +63,23 @@ pub(crate) fn kernel_bundle(
             });
         }
         if let Some(u) = arg.used {
-            let t: Token = Box::new(admit_memory(u.alloc, device, generation, call)?);
-            bundle.push(t);
+            bundle.push(keyed(admit_memory(u.alloc, device, generation, call)?));
         }
     }
     Ok(bundle)
+}
+
+/// A memory token with its key (the keep-alive object's address).
+pub(crate) fn keyed(t: Arc<crate::memory::AllocKeep>) -> (keep::Key, Token) {
+    (
+        Some((keep::KEY_ALLOC, Arc::as_ptr(&t) as usize)),
+        Box::new(t),
+    )
+}
+
+/// Strips the keys of a bundle (a node's own bundle needs none).
+pub(crate) fn unkeyed(b: KeyedBundle) -> Bundle {
+    b.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The driver's kernel node parameters; `ptrs` must outlive their use.
@@ -92,6 +106,208 @@ pub(crate) fn kernel_params(
         kern: std::ptr::null_mut(),
         ctx: std::ptr::null_mut(),
     }
+}
+
+/// Checks a memset of `dst` to `value` for a node of a graph on `device`; its parameters and
+/// the token of the memory.
+pub(crate) fn memset_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &mut (impl DeviceWrite<T> + ?Sized),
+    value: MemsetValue,
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMSET_NODE_PARAMS, KeyedBundle)> {
+    let (elem, pattern) = value.parts();
+    let bytes = dst.len() * size_of::<T>();
+    let ptr = dst.device_ptr();
+    check_memset(bytes, ptr, elem, call)?;
+    let token = keyed(admit_memory(dst.allocation(), device, generation, call)?);
+    let params = sys::CUDA_MEMSET_NODE_PARAMS {
+        dst: ptr,
+        pitch: bytes,
+        value: pattern,
+        elementSize: elem as u32,
+        width: bytes / elem,
+        height: 1,
+    };
+    Ok((params, vec![token]))
+}
+
+/// The memset shape rule: non-empty, size and address multiples of the element size.
+pub(crate) fn check_memset(bytes: usize, ptr: u64, elem: usize, call: &'static str) -> Result<()> {
+    if bytes == 0 || !bytes.is_multiple_of(elem) || !ptr.is_multiple_of(elem as u64) {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("{bytes} bytes at {ptr:#x}, element size {elem}"),
+            reason: "the memory must be non-empty, and its size and address multiples of the \
+                     element size",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a device-to-device copy for a node of a graph on `device`; its parameters and the
+/// tokens of both sides.
+pub(crate) fn memcpy_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &mut (impl DeviceWrite<T> + ?Sized),
+    src: &(impl DeviceRead<T> + ?Sized),
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMCPY3D, KeyedBundle)> {
+    if dst.len() != src.len() {
+        return Err(Error::LengthMismatch {
+            what: call,
+            expected: dst.len(),
+            actual: src.len(),
+        });
+    }
+    let bytes = dst.len() * size_of::<T>();
+    if bytes == 0 {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: "0 bytes".into(),
+            reason: "a copy node must copy something (add an empty node instead)",
+        });
+    }
+    let dt = keyed(admit_memory(dst.allocation(), device, generation, call)?);
+    let st = keyed(admit_memory(src.allocation(), device, generation, call)?);
+    let mut params = memcpy3d_zeroed();
+    params.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    params.srcDevice = src.device_ptr();
+    params.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    params.dstDevice = dst.device_ptr();
+    params.WidthInBytes = bytes;
+    params.Height = 1;
+    params.Depth = 1;
+    Ok((params, vec![dt, st]))
+}
+
+/// Checks a 2-D/3-D copy between device-side operands for a node of a graph on `device`; its
+/// parameters and the tokens that keep both sides alive.
+pub(crate) fn memcpy_3d_params<T: DeviceRepr>(
+    device: i32,
+    generation: u64,
+    dst: &(impl PitchedSide<T> + ?Sized),
+    src: &(impl PitchedSide<T> + ?Sized),
+    p: &Copy3D,
+    call: &'static str,
+) -> Result<(sys::CUDA_MEMCPY3D, KeyedBundle)> {
+    let elem = size_of::<T>();
+    let (sb, db) = (src.base(), dst.base());
+    check_array_regions(sb, db, p)?;
+    let (sl, dl) = (src.layout(), dst.layout());
+    let sr = copy_region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
+    let dr = copy_region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;
+    if sr.first == sr.end || dr.first == dr.end {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: format!("extent {:?}", p.extent),
+            reason: "a copy node must copy something (add an empty node instead)",
+        });
+    }
+    let mut bundle: KeyedBundle = Vec::with_capacity(3);
+    let mut side = |b: Base<'_>, keep: Option<Arc<crate::memory::ArrayInner>>| -> Result<_> {
+        match b {
+            Base::Host(_) => Err(Error::InvalidValue {
+                what: call,
+                value: "host memory".into(),
+                reason: "graph copy nodes take device memory and arrays only (a launch would \
+                         touch the host memory long after its borrow ended)",
+            }),
+            Base::Device(ptr, alloc) => {
+                bundle.push(keyed(admit_memory(alloc, device, generation, call)?));
+                Ok((
+                    sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    ptr,
+                    std::ptr::null_mut(),
+                ))
+            }
+            Base::Array(raw, track, _) => {
+                // Device and generation checks (the tracker holds no memory of its own).
+                admit_memory(track, device, generation, call)?;
+                if let Some(k) = keep {
+                    let key = Some((keep::KEY_ALLOC, Arc::as_ptr(&k) as usize));
+                    bundle.push((key, Box::new(k)));
+                }
+                Ok((sys::CUmemorytype::CU_MEMORYTYPE_ARRAY, 0, raw))
+            }
+        }
+    };
+    let (st, sdev, sarr) = side(sb, src.array_keep())?;
+    let (dt, ddev, darr) = side(db, dst.array_keep())?;
+    let mut d = memcpy3d_zeroed();
+    d.srcXInBytes = sr.x;
+    d.srcY = p.src_pos.y;
+    d.srcZ = p.src_pos.z;
+    d.srcMemoryType = st;
+    d.srcDevice = sdev;
+    d.srcArray = sarr;
+    d.srcPitch = sl.pitch;
+    d.srcHeight = sl.rows;
+    d.dstXInBytes = dr.x;
+    d.dstY = p.dst_pos.y;
+    d.dstZ = p.dst_pos.z;
+    d.dstMemoryType = dt;
+    d.dstDevice = ddev;
+    d.dstArray = darr;
+    d.dstPitch = dl.pitch;
+    d.dstHeight = dl.rows;
+    d.WidthInBytes = sr.width;
+    d.Height = p.extent.height;
+    d.Depth = p.extent.depth;
+    Ok((d, bundle))
+}
+
+/// A `CUDA_MEMCPY3D` with every field zero or null (device memory on both sides, nothing to
+/// copy), to be filled in.
+pub(crate) fn memcpy3d_zeroed() -> sys::CUDA_MEMCPY3D {
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: device,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: device,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: 0,
+        Height: 0,
+        Depth: 0,
+    }
+}
+
+/// A host node's parameters and the token that owns its closure.
+pub(crate) fn host_params<F: Fn() + Send + Sync + 'static>(
+    device: i32,
+    f: F,
+) -> (sys::CUDA_HOST_NODE_PARAMS, Token) {
+    let node = Box::new(HostNode {
+        f: Box::new(f),
+        device,
+    });
+    // The box's address does not change when it moves into the bundle.
+    let data: *const HostNode = &*node;
+    let params = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(host_node_trampoline),
+        userData: data.cast_mut().cast(),
+    };
+    (params, node)
 }
 
 impl Graph {
@@ -141,15 +357,21 @@ impl Graph {
         const CALL: &str = "cudaGraphAddKernelNode";
         record((|| {
             let (device, generation) = (self.shared.device, self.shared.generation);
-            let bundle = kernel_bundle(device, generation, function, config, args, CALL)?;
+            let bundle = unkeyed(kernel_bundle(
+                device, generation, function, config, args, CALL,
+            )?);
+            let (deps, mems) = self.kernel_mem_deps(deps, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
-            self.add_node(CALL, deps, bundle, |_, out, g, d, n| {
+            let node = self.add_node(CALL, &deps, bundle, |_, out, g, d, n| {
                 // SAFETY: the parameter count and sizes match the kernel (checked), the values
                 // live in `args` for the call (the driver copies them); the memory they name
-                // is kept by the bundle; the caller vouches for the rest (see `# Safety`).
+                // is kept by the bundle, graph memory is this graph's and the node is ordered
+                // after its allocation; the caller vouches for the rest (see `# Safety`).
                 unsafe { sys::cuGraphAddKernelNode_v2(out, g, d, n, &params) }
-            })
+            })?;
+            Graph::note_mem_users(&mems, node);
+            Ok(node)
         })())
     }
 
@@ -168,33 +390,10 @@ impl Graph {
     ) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddMemsetNode";
         record((|| {
-            let (elem, pattern) = value.parts();
-            let bytes = dst.len() * size_of::<T>();
-            let ptr = dst.device_ptr();
-            if bytes == 0 || !bytes.is_multiple_of(elem) || ptr % elem as u64 != 0 {
-                return Err(Error::InvalidValue {
-                    what: CALL,
-                    value: format!("{bytes} bytes at {ptr:#x}, element size {elem}"),
-                    reason: "the memory must be non-empty, and its size and address multiples \
-                             of the element size",
-                });
-            }
-            let token: Token = Box::new(admit_memory(
-                dst.allocation(),
-                self.shared.device,
-                self.shared.generation,
-                CALL,
-            )?);
-            let params = sys::CUDA_MEMSET_NODE_PARAMS {
-                dst: ptr,
-                pitch: bytes,
-                value: pattern,
-                elementSize: elem as u32,
-                width: bytes / elem,
-                height: 1,
-            };
-            self.add_node(CALL, deps, vec![token], |a, out, g, d, n| {
-                // SAFETY: `width` elements from `ptr` lie in live device memory of the graph's
+            let (params, bundle) =
+                memset_params(self.shared.device, self.shared.generation, dst, value, CALL)?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
+                // SAFETY: `width` elements from `dst` lie in live device memory of the graph's
                 // context (checked), kept by the bundle.
                 unsafe { sys::cuGraphAddMemsetNode(out, g, d, n, &params, a.ctx_raw()) }
             })
@@ -219,56 +418,65 @@ impl Graph {
     ) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddMemcpyNode1D";
         record((|| {
-            if dst.len() != src.len() {
-                return Err(Error::LengthMismatch {
-                    what: CALL,
-                    expected: dst.len(),
-                    actual: src.len(),
-                });
-            }
-            let bytes = dst.len() * size_of::<T>();
-            if bytes == 0 {
-                return Err(Error::InvalidValue {
-                    what: CALL,
-                    value: "0 bytes".into(),
-                    reason: "a copy node must copy something (add an empty node instead)",
-                });
-            }
-            let (dev, generation) = (self.shared.device, self.shared.generation);
-            let dt: Token = Box::new(admit_memory(dst.allocation(), dev, generation, CALL)?);
-            let st: Token = Box::new(admit_memory(src.allocation(), dev, generation, CALL)?);
-            let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            let params = sys::CUDA_MEMCPY3D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcZ: 0,
-                srcLOD: 0,
-                srcMemoryType: device,
-                srcHost: std::ptr::null(),
-                srcDevice: src.device_ptr(),
-                srcArray: std::ptr::null_mut(),
-                reserved0: std::ptr::null_mut(),
-                srcPitch: 0,
-                srcHeight: 0,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstZ: 0,
-                dstLOD: 0,
-                dstMemoryType: device,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst.device_ptr(),
-                dstArray: std::ptr::null_mut(),
-                reserved1: std::ptr::null_mut(),
-                dstPitch: 0,
-                dstHeight: 0,
-                WidthInBytes: bytes,
-                Height: 1,
-                Depth: 1,
-            };
-            self.add_node(CALL, deps, vec![dt, st], |a, out, g, d, n| {
+            let (params, bundle) =
+                memcpy_params(self.shared.device, self.shared.generation, dst, src, CALL)?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
                 // SAFETY: both ranges are `bytes` bytes of live device memory of the graph's
                 // context (lengths and devices checked), kept by the bundle; `dst` is borrowed
                 // exclusively, so they do not overlap.
+                unsafe { sys::cuGraphAddMemcpyNode(out, g, d, n, &params, a.ctx_raw()) }
+            })
+        })())
+    }
+
+    /// Adds a 2-D or 3-D copy (`cudaGraphAddMemcpyNode` with a `cudaMemcpy3DParms`) between
+    /// device-side operands: pitched device memory ([`PitchedBuffer`](crate::PitchedBuffer),
+    /// [`DeviceBuffer::as_pitched`](crate::DeviceBuffer::as_pitched)) and CUDA arrays
+    /// ([`Array`](crate::Array)), with the checks of [`copy_3d`](crate::copy_3d): every row
+    /// within its side's pitch, the region within each side, array regions within the array's
+    /// extent, no overlap within one array. The graph keeps both sides alive (an array until
+    /// no graph, executable or launch refers to it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for host memory (a graph would read or write it at every
+    /// launch, long after the borrow ended), host-visible memory and an empty region;
+    /// [`Error::InvalidPitch`], [`Error::OutOfRange`] as [`copy_3d`](crate::copy_3d);
+    /// [`Error::DeviceMismatch`].
+    ///
+    /// ```no_run
+    /// use cuda_runtime::graph::Graph;
+    /// use cuda_runtime::{Array, ArrayFlags, Copy3D, Extent, PitchedBuffer};
+    /// # fn main() -> cuda_runtime::Result<()> {
+    /// let e = Extent::new(64, 32, 4);
+    /// let src = PitchedBuffer::<f32>::new_3d(e)?;
+    /// let mut arr = Array::<f32>::new_3d(e, ArrayFlags::empty())?;
+    /// let mut g = Graph::new()?;
+    /// g.add_memcpy_3d_node(&[], &mut arr, &src, &Copy3D::new(e))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[doc(alias = "cudaGraphAddMemcpyNode")]
+    pub fn add_memcpy_3d_node<T: DeviceRepr>(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &mut (impl PitchedSideMut<T> + ?Sized),
+        src: &(impl PitchedSide<T> + ?Sized),
+        region: &Copy3D,
+    ) -> Result<GraphNode> {
+        const CALL: &str = "cudaGraphAddMemcpyNode";
+        record((|| {
+            let (params, bundle) = memcpy_3d_params(
+                self.shared.device,
+                self.shared.generation,
+                &*dst,
+                src,
+                region,
+                CALL,
+            )?;
+            self.add_node(CALL, deps, unkeyed(bundle), |a, out, g, d, n| {
+                // SAFETY: both regions were checked against their sides (device memory and
+                // arrays of the graph's context, kept by the bundle; arrays' regions within
+                // their extents; no overlap within one array).
                 unsafe { sys::cuGraphAddMemcpyNode(out, g, d, n, &params, a.ctx_raw()) }
             })
         })())
@@ -289,17 +497,7 @@ impl Graph {
         deps: &[GraphNode],
         f: F,
     ) -> Result<GraphNode> {
-        let node = Box::new(HostNode {
-            f: Box::new(f),
-            device: self.shared.device,
-        });
-        // The box's address does not change when it moves into the bundle.
-        let data: *const HostNode = &*node;
-        let params = sys::CUDA_HOST_NODE_PARAMS {
-            fn_: Some(host_node_trampoline),
-            userData: data.cast_mut().cast(),
-        };
-        let token: Token = node;
+        let (params, token) = host_params(self.shared.device, f);
         record(self.add_node(
             "cudaGraphAddHostNode",
             deps,
@@ -329,6 +527,7 @@ impl Graph {
                     expected: self.shared.device,
                 });
             }
+            child.not_body(CALL)?;
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",
@@ -362,9 +561,10 @@ impl Graph {
             return Ok(());
         }
         let a = self.enter()?;
-        let mut mine = self.shared.objects.lock();
+        let keeper = self.shared.keeper();
+        let mut mine = keeper.objects.lock();
         for &o in objects {
-            keep::share(&a, self.shared.raw.0, o)?;
+            keep::share(&a, keeper.raw.0, o)?;
             mine.push(o);
         }
         Ok(())
@@ -458,7 +658,7 @@ impl Graph {
                 return Ok(());
             }
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: live graph; `f.len()` nodes of it on each side; no edge data.
             a.check(
                 unsafe {
@@ -480,6 +680,7 @@ impl Graph {
     #[doc(alias = "cudaGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
+            self.not_body("cudaGraphClone")?;
             let a = self.enter()?;
             let objects = self.shared.objects.lock();
             let mut raw: sys::CUgraph = std::ptr::null_mut();
@@ -503,7 +704,7 @@ impl Graph {
     pub fn nodes(&self) -> Result<Vec<GraphNode>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
             node_list(&a, "cuGraphGetNodes", self.shared.id, |p, n| unsafe {
@@ -517,7 +718,7 @@ impl Graph {
     pub fn root_nodes(&self) -> Result<Vec<GraphNode>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: as in `nodes`.
             node_list(&a, "cuGraphGetRootNodes", self.shared.id, |p, n| unsafe {
@@ -531,7 +732,7 @@ impl Graph {
     pub fn edges(&self) -> Result<Vec<(GraphNode, GraphNode)>> {
         record((|| {
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             let mut n = 0usize;
             let (null, no_data) = (std::ptr::null_mut(), std::ptr::null_mut());
@@ -577,7 +778,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetDependencies", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: a live node of this graph; the buffer holds `n` nodes; no edge data.
             node_list(
                 &a,
@@ -596,7 +797,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetDependentNodes", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: as in `dependencies`.
             node_list(
                 &a,
@@ -615,7 +816,7 @@ impl Graph {
         record((|| {
             let raw = self.raw_nodes("cudaGraphNodeGetType", &[node])?[0];
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             super::raw_node_type(&a, raw)
         })())
     }
@@ -638,7 +839,7 @@ impl Graph {
                     reason: "must be UTF-8 without NUL bytes",
                 })?;
             let a = self.enter()?;
-            let _l = self.shared.objects.lock();
+            let _l = self.shared.keeper().objects.lock();
             // SAFETY: live graph; NUL-terminated path; known flag bits only.
             a.check(
                 unsafe { sys::cuGraphDebugDotPrint(self.shared.raw.0, c.as_ptr(), flags.bits()) },

@@ -60,6 +60,7 @@ pub(crate) mod host;
 mod ipc;
 mod managed;
 mod pitched;
+pub(crate) use pitched::{check_array_regions, region as copy_region, Base};
 mod pointer;
 mod pool;
 mod staging;

@@ -252,6 +252,10 @@ pub(crate) mod sealed_side {
     pub trait Sealed {
         fn base(&self) -> super::Base<'_>;
         fn layout(&self) -> super::Layout;
+        /// For a CUDA array: what keeps it alive (a graph node holds it).
+        fn array_keep(&self) -> Option<std::sync::Arc<crate::memory::ArrayInner>> {
+            None
+        }
     }
 }
 
@@ -406,6 +410,9 @@ impl<T: DeviceRepr> PitchedSideMut<T> for DeviceSide<'_, T> {}
 impl<T: Texel> sealed_side::Sealed for Array<T> {
     fn base(&self) -> Base<'_> {
         Base::Array(self.inner.raw(), &self.inner.track, self.extent())
+    }
+    fn array_keep(&self) -> Option<std::sync::Arc<crate::memory::ArrayInner>> {
+        Some(self.inner.clone())
     }
     fn layout(&self) -> Layout {
         let e = self.extent();
@@ -696,6 +703,55 @@ pub(crate) fn array_region(dims: Extent, pos: Pos, e: Extent, side: &'static str
     Ok(())
 }
 
+/// Checks the regions of a copy against array sides: each within its array, and no overlap
+/// when both sides are one array.
+pub(crate) fn check_array_regions(src: Base<'_>, dst: Base<'_>, p: &Copy3D) -> Result<()> {
+    if let Base::Array(_, _, dims) = src {
+        array_region(
+            dims,
+            p.src_pos,
+            p.extent,
+            "the copy's source array (texels, rows, layers)",
+        )?;
+    }
+    if let Base::Array(_, _, dims) = dst {
+        array_region(
+            dims,
+            p.dst_pos,
+            p.extent,
+            "the copy's destination array (texels, rows, layers)",
+        )?;
+    }
+    check_array_overlap(src, dst, p)
+}
+
+fn check_array_overlap(src: Base<'_>, dst: Base<'_>, p: &Copy3D) -> Result<()> {
+    // The same array on both sides (two handles to one mipmap level can exist): overlapping
+    // regions are undefined for the driver's copy, so they are refused.
+    if let (Base::Array(s_raw, _, _), Base::Array(d_raw, _, _)) = (src, dst) {
+        let overlap =
+            |a: usize, b: usize, n: usize| a < b.saturating_add(n) && b < a.saturating_add(n);
+        if s_raw == d_raw
+            && p.extent.width > 0
+            && p.extent.height > 0
+            && p.extent.depth > 0
+            && overlap(p.src_pos.x, p.dst_pos.x, p.extent.width)
+            && overlap(p.src_pos.y, p.dst_pos.y, p.extent.height)
+            && overlap(p.src_pos.z, p.dst_pos.z, p.extent.depth)
+        {
+            return Err(Error::InvalidValue {
+                what: "copy between two regions of one array",
+                value: format!(
+                    "source at {:?}, destination at {:?}, extent {:?}",
+                    p.src_pos, p.dst_pos, p.extent
+                ),
+                reason: "the regions overlap, and an overlapping copy is undefined",
+            });
+        }
+    }
+    Ok(())
+}
+
 fn copy_impl<T: DeviceRepr>(
     dst: &(impl PitchedSide<T> + ?Sized),
     src: &(impl PitchedSide<T> + ?Sized),
@@ -719,29 +775,7 @@ fn copy_impl<T: DeviceRepr>(
             "the copy's destination array (texels, rows, layers)",
         )?;
     }
-    // The same array on both sides (two handles to one mipmap level can exist): overlapping
-    // regions are undefined for the driver's copy, so they are refused.
-    if let (Base::Array(s_raw, _, _), Base::Array(d_raw, _, _)) = (src.base(), dst.base()) {
-        let overlap =
-            |a: usize, b: usize, n: usize| a < b.saturating_add(n) && b < a.saturating_add(n);
-        if s_raw == d_raw
-            && p.extent.width > 0
-            && p.extent.height > 0
-            && p.extent.depth > 0
-            && overlap(p.src_pos.x, p.dst_pos.x, p.extent.width)
-            && overlap(p.src_pos.y, p.dst_pos.y, p.extent.height)
-            && overlap(p.src_pos.z, p.dst_pos.z, p.extent.depth)
-        {
-            return Err(Error::InvalidValue {
-                what: "copy between two regions of one array",
-                value: format!(
-                    "source at {:?}, destination at {:?}, extent {:?}",
-                    p.src_pos, p.dst_pos, p.extent
-                ),
-                reason: "the regions overlap, and an overlapping copy is undefined",
-            });
-        }
-    }
+    check_array_overlap(src.base(), dst.base(), p)?;
     let (sl, dl) = (src.layout(), dst.layout());
     let sr = region(sl, p.src_pos, p.extent, elem, "the copy's source")?;
     let dr = region(dl, p.dst_pos, p.extent, elem, "the copy's destination")?;

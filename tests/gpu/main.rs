@@ -12,6 +12,7 @@
 mod common;
 mod device;
 mod driver_errors;
+mod graph_nodes;
 mod graphs;
 mod host_chunks;
 mod host_memory;
@@ -84,6 +85,7 @@ fn main() {
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
+        graph_nodes::TESTS,
         graphs::TESTS,
         host_chunks::TESTS,
         host_memory::TESTS,

@@ -3,12 +3,21 @@
 //! while another thread resets the device again and again. The null driver counts every call
 //! made while a reset runs, in a context that was reset, or with a handle or pointer of a reset
 //! context. Exits non-zero on any violation, panic or hang (run.sh adds a timeout).
+//!
+//! First, `graph_checks` runs the crate's graph rules against the null driver's graph
+//! stand-ins: graph memory refused outside its graph and ordered by the edges the crate adds,
+//! device-launch and conditional-body refusals, per-node updates, and every user object and
+//! host closure released once nothing refers to it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuda_runtime::{Device, DeviceBuffer, Event, Stream, StreamFlags};
+use cuda_runtime::graph::{ConditionalKind, Graph, InstantiateOptions, MemsetValue};
+use cuda_runtime::{
+    kernel_args, kernels, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, Stream,
+    StreamFlags,
+};
 
 fn null_driver_count(name: &str) -> u64 {
     let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
@@ -25,7 +34,253 @@ fn null_driver_count(name: &str) -> u64 {
     }
 }
 
+fn invalid<T: std::fmt::Debug>(what: &str, r: cuda_runtime::Result<T>) {
+    match r {
+        Err(Error::InvalidValue { .. }) => {}
+        other => panic!("{what}: expected Error::InvalidValue, got {other:?}"),
+    }
+}
+
+/// The crate's own graph rules, checked against the null driver's graph stand-ins (nodes do
+/// nothing; what counts is what the crate refuses, the edges it adds and the user objects it
+/// releases).
+fn graph_checks() {
+    use std::sync::atomic::AtomicUsize;
+    // Loads the driver.
+    Device::current().unwrap();
+    let objects_before = null_driver_count("nulldrv_user_objects_live");
+    let calls = Arc::new(AtomicUsize::new(0));
+    {
+        // Graph memory.
+        let mut g = Graph::new().unwrap();
+        let mut other = Graph::new().unwrap();
+        invalid(
+            "a zero-length allocation",
+            g.add_mem_alloc_node::<u32>(&[], 0),
+        );
+        let (alloc, mut tmp) = g.add_mem_alloc_node::<u32>(&[], 64).unwrap();
+        invalid(
+            "graph memory in another graph",
+            other.add_graph_mem_memset_node(&[], &mut tmp, MemsetValue::U32(1)),
+        );
+        invalid("an unfreed allocation", g.instantiate());
+        let mut out = DeviceBuffer::<u32>::new(64).unwrap();
+        let cp = g
+            .add_memcpy_node_from_graph_mem(&[], &mut out, &tmp)
+            .unwrap();
+        assert_eq!(
+            g.dependencies(cp).unwrap(),
+            vec![alloc],
+            "copy after the allocation"
+        );
+        let set = g
+            .add_graph_mem_memset_node(&[cp], &mut tmp, MemsetValue::U32(3))
+            .unwrap();
+        let free = g.add_mem_free_node(&[], tmp).unwrap();
+        let deps = g.dependencies(free).unwrap();
+        assert!(
+            deps.contains(&alloc) && deps.contains(&cp) && deps.contains(&set),
+            "the free after every use: {deps:?}"
+        );
+        // Kernel arguments: a node of the graph gets the edge from the allocation; a stream
+        // launch and a node of another graph refuse the memory.
+        let m = Module::from_ptx(kernels::vector_add::PTX).unwrap();
+        let vadd = m.function("vadd").unwrap();
+        let cfg = LaunchConfig::new(1u32, 64u32);
+        let src = DeviceBuffer::<f32>::new(64).unwrap();
+        let mut dst = DeviceBuffer::<f32>::new(64).unwrap();
+        let (alloc_f, mut tmp_f) = g.add_mem_alloc_node::<f32>(&[], 64).unwrap();
+        // SAFETY: the null driver runs nothing.
+        let k = unsafe {
+            g.add_kernel_node(
+                &[],
+                &vadd,
+                &cfg,
+                &kernel_args![&src, 64usize, &src, 64usize, &mut tmp_f, 64usize],
+            )
+        }
+        .unwrap();
+        assert_eq!(
+            g.dependencies(k).unwrap(),
+            vec![alloc_f],
+            "kernel after the allocation"
+        );
+        let s = Stream::new().unwrap();
+        // SAFETY: refused before the driver.
+        invalid("graph memory in a stream launch", unsafe {
+            vadd.launch(
+                &s,
+                &cfg,
+                &kernel_args![&src, 64usize, &src, 64usize, &mut tmp_f, 64usize],
+            )
+        });
+        // SAFETY: refused before the driver.
+        invalid("graph memory in another graph's kernel node", unsafe {
+            other.add_kernel_node(
+                &[],
+                &vadd,
+                &cfg,
+                &kernel_args![&tmp_f, 64usize, &src, 64usize, &mut dst, 64usize],
+            )
+        });
+        // A per-node update of another graph's executable.
+        // SAFETY: the null driver runs nothing.
+        let k2 = unsafe {
+            other.add_kernel_node(
+                &[],
+                &vadd,
+                &cfg,
+                &kernel_args![&src, 64usize, &src, 64usize, &mut dst, 64usize],
+            )
+        }
+        .unwrap();
+        let mut exec_k = other.instantiate().unwrap();
+        // SAFETY: refused before the driver.
+        invalid("graph memory in a kernel-node update", unsafe {
+            exec_k.set_kernel_node_params(
+                k2,
+                &vadd,
+                &cfg,
+                &kernel_args![&tmp_f, 64usize, &src, 64usize, &mut dst, 64usize],
+            )
+        });
+        // Per-node updates of memset, copy and host nodes keep what they are given: the
+        // closure until the executable goes.
+        let mut u = Graph::new().unwrap();
+        let mut b1 = DeviceBuffer::<u32>::new(64).unwrap();
+        let b2 = DeviceBuffer::<u32>::new(64).unwrap();
+        let ms = u
+            .add_memset_node(&[], &mut b1, MemsetValue::U32(1))
+            .unwrap();
+        let mc = u.add_memcpy_node(&[], &mut b1, &b2).unwrap();
+        let hn = u.add_host_node(&[], || {}).unwrap();
+        let mut eu = u.instantiate().unwrap();
+        let mut b3 = DeviceBuffer::<u32>::new(64).unwrap();
+        eu.set_memset_node_params(ms, &mut b3, MemsetValue::U16(2))
+            .unwrap();
+        eu.set_memcpy_node_params(mc, &mut b3, &b2).unwrap();
+        let mut odd = DeviceBuffer::<u8>::new(3).unwrap();
+        invalid(
+            "a memset update of 3 bytes in u32 elements",
+            eu.set_memset_node_params(ms, &mut odd, MemsetValue::U32(2)),
+        );
+        let c = calls.clone();
+        eu.set_host_node_params(hn, move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        assert_eq!(
+            Arc::strong_count(&calls),
+            2,
+            "the executable holds the new closure"
+        );
+        drop((eu, u, b1, b2, b3, exec_k));
+        let free_f = g.add_mem_free_node(&[], tmp_f).unwrap();
+        assert!(
+            g.dependencies(free_f).unwrap().contains(&k),
+            "the free after the kernel"
+        );
+        drop((out, src, dst, m));
+        let exec = g.instantiate().unwrap();
+        other.add_empty_node(&[]).unwrap();
+        let mut exec_other = other.instantiate().unwrap();
+        invalid(
+            "a whole update from a graph with memory nodes",
+            exec_other.update(&g),
+        );
+        drop((exec, exec_other));
+
+        // Device launch.
+        let mut h = Graph::new().unwrap();
+        let c = calls.clone();
+        h.add_host_node(&[], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let dl = InstantiateOptions {
+            device_launch: true,
+            ..Default::default()
+        };
+        match h.instantiate_with(&dl) {
+            Err(Error::InvalidValue { value, .. }) if value.contains("Host") => {}
+            other => panic!("device launch with a host node: {other:?}"),
+        }
+        let both = InstantiateOptions {
+            device_launch: true,
+            auto_free_on_launch: true,
+            ..Default::default()
+        };
+        invalid(
+            "device launch with auto-free",
+            other.instantiate_with(&both),
+        );
+
+        // Conditional bodies.
+        let mut g2 = Graph::new().unwrap();
+        let handle = g2.conditional_handle(Some(1)).unwrap();
+        let (_, mut body) = g2
+            .add_conditional_node(&[], handle, ConditionalKind::While)
+            .unwrap();
+        invalid("instantiating a body", body.instantiate());
+        invalid("cloning a body", body.try_clone());
+        invalid("a body as a child", g2.add_child_graph_node(&[], &body));
+        invalid(
+            "an allocation in a body",
+            body.add_mem_alloc_node::<u8>(&[], 8),
+        );
+        invalid(
+            "another graph's handle",
+            other.add_conditional_node(&[], handle, ConditionalKind::If),
+        );
+        let c = calls.clone();
+        body.add_host_node(&[], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        // Only a kernel can end a while loop.
+        invalid("a while body without a kernel", g2.instantiate());
+        let m2 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
+        let vadd2 = m2.function("vadd").unwrap();
+        let (x, mut y) = (
+            DeviceBuffer::<f32>::new(8).unwrap(),
+            DeviceBuffer::<f32>::new(8).unwrap(),
+        );
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            body.add_kernel_node(
+                &[],
+                &vadd2,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x, 8usize, &x, 8usize, &mut y, 8usize],
+            )
+        }
+        .unwrap();
+        drop((m2, vadd2, x, y));
+        // The body's nodes are kept by the root graph: drop the root first, then the body.
+        let exec2 = g2.instantiate().unwrap();
+        drop(g2);
+        drop(body);
+        drop(exec2);
+    }
+    // Everything released: the user objects' destructors ran and the next crate call
+    // released the bundles (the closures' clones of `calls` among them).
+    Device::current().unwrap().synchronize().unwrap();
+    assert_eq!(Arc::strong_count(&calls), 1, "host closures released");
+    assert_eq!(
+        null_driver_count("nulldrv_user_objects_live"),
+        objects_before,
+        "user objects released"
+    );
+    assert_eq!(
+        null_driver_count("nulldrv_graphs_live"),
+        0,
+        "graphs destroyed"
+    );
+    println!("null-driver harness: graph checks passed");
+}
+
 fn main() {
+    graph_checks();
     let secs: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

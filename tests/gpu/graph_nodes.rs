@@ -1,0 +1,682 @@
+//! Graph nodes beyond the basics: per-node executable updates of memset, copy and host nodes,
+//! memory allocation and free nodes (graph memory), instantiate options, 3-D copy nodes and
+//! conditional nodes; each against a CPU reference on fresh random input.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::common::{assert_same, random_u32, rng};
+use cuda_runtime::graph::{
+    ConditionalKind, Graph, GraphMemAttribute, InstantiateOptions, MemsetValue,
+};
+use cuda_runtime::{
+    copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
+    HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
+};
+
+crate::tests![
+    memset_memcpy_and_host_node_updates_change_future_launches,
+    node_updates_keep_new_operands_alive,
+    graph_memory_round_trip_through_kernel_and_copies,
+    graph_memory_is_refused_outside_its_graph,
+    graph_memory_attributes_and_trim,
+    instantiate_options_upload_priority_and_device_launch,
+    copy_3d_nodes_through_an_array_match_a_cpu_reference,
+    if_nodes_follow_the_default_and_a_device_decision,
+    while_node_runs_its_body_until_the_counter_reaches_the_limit,
+    conditional_bodies_are_refused_alone_and_keep_their_buffers,
+];
+
+fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| r.i32(-100..100) as f32).collect()
+}
+
+fn vadd_module() -> Module {
+    Module::from_ptx(kernels::vector_add::PTX).unwrap()
+}
+
+fn memset_memcpy_and_host_node_updates_change_future_launches() {
+    let mut r = rng();
+    let n = 4099;
+    let (v1, v2) = (r.u32(..), r.u32(..));
+    let (h_src1, h_src2) = (random_u32(&mut r, n), random_u32(&mut r, n));
+    let mut set1 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut set2 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let src1 = DeviceBuffer::from_slice(&h_src1).unwrap();
+    let src2 = DeviceBuffer::from_slice(&h_src2).unwrap();
+    let mut dst1 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut dst2 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let (c1, c2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+
+    let mut g = Graph::new().unwrap();
+    let ms = g
+        .add_memset_node(&[], &mut set1, MemsetValue::U32(v1))
+        .unwrap();
+    let mc = g.add_memcpy_node(&[], &mut dst1, &src1).unwrap();
+    let c = c1.clone();
+    let h = g
+        .add_host_node(&[ms, mc], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let _ = h;
+    let mut exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("memset 1", &set1.to_vec().unwrap(), &vec![v1; n]);
+    assert_same("memcpy 1", &dst1.to_vec().unwrap(), &h_src1);
+    assert_eq!(c1.load(Ordering::SeqCst), 1);
+
+    // Poison the first operands, point the nodes at the second ones.
+    let poison1 = random_u32(&mut r, n);
+    set1.copy_from_host(&poison1).unwrap();
+    dst1.copy_from_host(&poison1).unwrap();
+    exec.set_memset_node_params(ms, &mut set2, MemsetValue::U32(v2))
+        .unwrap();
+    exec.set_memcpy_node_params(mc, &mut dst2, &src2).unwrap();
+    let c = c2.clone();
+    exec.set_host_node_params(h, move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    s.synchronize().unwrap();
+    assert_same("memset 2", &set2.to_vec().unwrap(), &vec![v2; n]);
+    assert_same("memcpy 2", &dst2.to_vec().unwrap(), &h_src2);
+    assert_same(
+        "old memset target untouched",
+        &set1.to_vec().unwrap(),
+        &poison1,
+    );
+    assert_same(
+        "old copy target untouched",
+        &dst1.to_vec().unwrap(),
+        &poison1,
+    );
+    assert_eq!(
+        c1.load(Ordering::SeqCst),
+        1,
+        "the old closure is not called"
+    );
+    assert_eq!(
+        c2.load(Ordering::SeqCst),
+        3,
+        "the new closure at every launch"
+    );
+
+    // The wrong kind of node is the driver's error; a foreign node is the crate's.
+    let e = exec
+        .set_memset_node_params(mc, &mut set2, MemsetValue::U32(1))
+        .unwrap_err();
+    assert_eq!(e.code(), cuda_runtime::ErrorCode::InvalidValue, "{e}");
+    let mut other = Graph::new().unwrap();
+    let foreign = other.add_empty_node(&[]).unwrap();
+    assert!(matches!(
+        exec.set_host_node_params(foreign, || {}).unwrap_err(),
+        Error::ForeignGraphNode { .. }
+    ));
+    // Shape errors are caught before the driver: a 3-byte memset of u32 elements.
+    let mut odd = DeviceBuffer::<u8>::new(3).unwrap();
+    assert!(matches!(
+        exec.set_memset_node_params(ms, &mut odd, MemsetValue::U32(1))
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+}
+
+fn node_updates_keep_new_operands_alive() {
+    let mut r = rng();
+    let n = 1 << 16;
+    let h_new = random_u32(&mut r, n);
+    let src0 = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    let mc = g.add_memcpy_node(&[], &mut dst, &src0).unwrap();
+    let mut exec = g.instantiate().unwrap();
+    {
+        // The new source exists only inside this block: the executable keeps it.
+        let src_new = DeviceBuffer::from_slice(&h_new).unwrap();
+        exec.set_memcpy_node_params(mc, &mut dst, &src_new).unwrap();
+    }
+    // Allocations made now must not take the dropped source's memory.
+    let junk: Vec<DeviceBuffer<u32>> = (0..8)
+        .map(|_| DeviceBuffer::from_slice(&vec![0xdead_beef; n]).unwrap())
+        .collect();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("copy from the kept source", &dst.to_vec().unwrap(), &h_new);
+    // Many updates with the same operands, then one more launch.
+    for _ in 0..1000 {
+        exec.set_memcpy_node_params(mc, &mut dst, &src0).unwrap();
+    }
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same(
+        "copy from src0",
+        &dst.to_vec().unwrap(),
+        &src0.to_vec().unwrap(),
+    );
+    drop(junk);
+}
+
+fn graph_memory_round_trip_through_kernel_and_copies() {
+    let mut r = rng();
+    let n = 12_345;
+    let (ha, hb) = (random_ints_f32(&mut r, n), random_ints_f32(&mut r, n));
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut sum = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    let mut back = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+
+    let mut g = Graph::new().unwrap();
+    let (alloc, mut tmp) = g.add_mem_alloc_node::<f32>(&[], n).unwrap();
+    assert_eq!(tmp.len(), n);
+    assert_eq!(tmp.alloc_node(), alloc);
+    // No dependency given: the crate orders the copy after the allocation.
+    let fill = g.add_memcpy_node_to_graph_mem(&[], &mut tmp, &a).unwrap();
+    assert!(g.dependencies(fill).unwrap().contains(&alloc));
+    // SAFETY: vadd stays below the lengths given; tmp holds n floats inside the launch.
+    let k = unsafe {
+        g.add_kernel_node(
+            &[fill],
+            &vadd,
+            &cfg,
+            &kernel_args![&tmp, n, &b, n, &mut sum, n],
+        )
+    }
+    .unwrap();
+    let out = g
+        .add_memcpy_node_from_graph_mem(&[fill], &mut back, &tmp)
+        .unwrap();
+    // The free depends on every user, though only `out` is named.
+    let free = g.add_mem_free_node(&[out], tmp).unwrap();
+    let free_deps = g.dependencies(free).unwrap();
+    assert!(
+        free_deps.contains(&k) && free_deps.contains(&out),
+        "{free_deps:?}"
+    );
+    assert_eq!(
+        g.node_type(alloc).unwrap(),
+        cuda_runtime::graph::GraphNodeType::MemAlloc
+    );
+    assert_eq!(
+        g.node_type(free).unwrap(),
+        cuda_runtime::graph::GraphNodeType::MemFree
+    );
+
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    let want: Vec<f32> = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+    // Relaunches work: each launch frees what it allocated.
+    for round in 0..3 {
+        sum.fill(f32::NAN).unwrap();
+        back.fill(f32::NAN).unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_same(
+            &format!("sum, round {round}"),
+            &sum.to_vec().unwrap(),
+            &want,
+        );
+        assert_same(
+            &format!("back, round {round}"),
+            &back.to_vec().unwrap(),
+            &ha,
+        );
+    }
+}
+
+fn graph_memory_is_refused_outside_its_graph() {
+    let n = 256;
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    let (_, tmp) = g.add_mem_alloc_node::<f32>(&[], n).unwrap();
+    let s = Stream::new().unwrap();
+
+    // A stream launch.
+    // SAFETY: refused before anything runs.
+    let e = unsafe { vadd.launch(&s, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n]) }.unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A node of another graph.
+    let mut other = Graph::new().unwrap();
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe {
+        other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    let mut back = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    assert!(matches!(
+        other
+            .add_memcpy_node_from_graph_mem(&[], &mut back, &tmp)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    // Instantiating while the allocation is not freed.
+    let e = g.instantiate().unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A per-node update of another executable.
+    // SAFETY: vadd stays below the lengths given.
+    let k =
+        unsafe { other.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &a, n, &mut c, n]) }
+            .unwrap();
+    let mut exec = other.instantiate().unwrap();
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe {
+        exec.set_kernel_node_params(k, &vadd, &cfg, &kernel_args![&tmp, n, &a, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    // A whole update from a graph with memory nodes.
+    g.add_mem_free_node(&[], tmp).unwrap();
+    assert!(matches!(
+        exec.update(&g).unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    // Freed: now it instantiates.
+    let e2 = g.instantiate().unwrap();
+    e2.launch(&s).unwrap();
+    s.synchronize().unwrap();
+}
+
+fn graph_memory_attributes_and_trim() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    dev.graph_mem_trim().unwrap();
+    dev.reset_graph_mem_high(GraphMemAttribute::UsedMemHigh)
+        .unwrap();
+    dev.reset_graph_mem_high(GraphMemAttribute::ReservedMemHigh)
+        .unwrap();
+    assert!(matches!(
+        dev.reset_graph_mem_high(GraphMemAttribute::UsedMemCurrent)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let n = (8 << 20) + r.usize(0..1024);
+    let h = random_u32(&mut r, 1024);
+    let src = DeviceBuffer::from_slice(&h).unwrap();
+    let mut back = DeviceBuffer::<u32>::new(1024).unwrap();
+    let mut g = Graph::new().unwrap();
+    let (_, mut big) = g.add_mem_alloc_node::<u32>(&[], n).unwrap();
+    let set = g
+        .add_graph_mem_memset_node(&[], &mut big, MemsetValue::U32(1))
+        .unwrap();
+    let (_, mut small) = g.add_mem_alloc_node::<u32>(&[], 1024).unwrap();
+    let cp = g
+        .add_memcpy_node_to_graph_mem(&[set], &mut small, &src)
+        .unwrap();
+    let out = g
+        .add_memcpy_node_from_graph_mem(&[cp], &mut back, &small)
+        .unwrap();
+    g.add_mem_free_node(&[out], small).unwrap();
+    g.add_mem_free_node(&[out], big).unwrap();
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("through graph memory", &back.to_vec().unwrap(), &h);
+    let used_high = dev
+        .graph_mem_attribute(GraphMemAttribute::UsedMemHigh)
+        .unwrap();
+    let reserved_high = dev
+        .graph_mem_attribute(GraphMemAttribute::ReservedMemHigh)
+        .unwrap();
+    // Both allocations were live at once in the launch.
+    let both = ((n + 1024) * 4) as u64;
+    assert!(used_high >= both, "used high {used_high} < {both}");
+    assert!(
+        reserved_high >= used_high,
+        "reserved high {reserved_high} < used high {used_high}"
+    );
+    let used_now = dev
+        .graph_mem_attribute(GraphMemAttribute::UsedMemCurrent)
+        .unwrap();
+    assert!(
+        used_now <= used_high,
+        "used {used_now} > its high {used_high}"
+    );
+    drop(exec);
+    s.synchronize().unwrap();
+    dev.synchronize().unwrap();
+    dev.graph_mem_trim().unwrap();
+}
+
+fn instantiate_options_upload_priority_and_device_launch() {
+    let mut r = rng();
+    let n = 5000;
+    let (ha, hb) = (random_ints_f32(&mut r, n), random_ints_f32(&mut r, n));
+    let want: Vec<f32> = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut c = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    let mut g = Graph::new().unwrap();
+    // SAFETY: vadd stays below the lengths given.
+    unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }.unwrap();
+    let s = Stream::new().unwrap();
+
+    let opts = InstantiateOptions {
+        upload: Some(&s),
+        use_node_priority: true,
+        auto_free_on_launch: true,
+        ..Default::default()
+    };
+    let exec = g.instantiate_with(&opts).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("uploaded, priority, auto-free", &c.to_vec().unwrap(), &want);
+
+    // Device launch: refused with auto-free; otherwise instantiated (and launched from the
+    // host) or refused by the driver with its reason.
+    let both = InstantiateOptions {
+        device_launch: true,
+        auto_free_on_launch: true,
+        ..Default::default()
+    };
+    assert!(matches!(
+        g.instantiate_with(&both).unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    drop(exec);
+    let dl = InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    };
+    c.fill(f32::NAN).unwrap();
+    match g.instantiate_with(&dl) {
+        Ok(exec) => {
+            exec.upload(&s).unwrap();
+            exec.launch(&s).unwrap();
+            s.synchronize().unwrap();
+            assert_same("device-launch executable", &c.to_vec().unwrap(), &want);
+        }
+        Err(e) => assert!(
+            matches!(e, Error::GraphInstantiate { .. }),
+            "device launch refused without the driver's reason: {e}"
+        ),
+    }
+    // A host node cannot be launched from the device: the crate says which node.
+    let mut h = Graph::new().unwrap();
+    h.add_host_node(&[], || {}).unwrap();
+    let e = h.instantiate_with(&dl).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue { value, .. } if value.contains("Host")),
+        "{e}"
+    );
+}
+
+fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
+    let mut r = rng();
+    let (w, h, d) = (37, 19, 5);
+    let host = random_u32(&mut r, w * h * d);
+    let mut src = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+    copy_3d(
+        &mut src,
+        &HostPitched::new(&host, w, h).unwrap(),
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    let mut arr = Array::<u32>::new_3d(Extent::new(w, h, d), ArrayFlags::empty()).unwrap();
+    arr.copy_from_host(&random_u32(&mut r, w * h * d)).unwrap();
+    let mut out = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+    out.memset(0xab).unwrap();
+    // A sub-box: from (3, 2, 1) in the buffer to (1, 4, 0) in the array, then the whole array
+    // out to `out`.
+    let sub = Extent::new(20, 11, 3);
+    let (sp, dp) = (Pos::new(3, 2, 1), Pos::new(1, 4, 0));
+    let mut g = Graph::new().unwrap();
+    let before = arr.to_vec().unwrap();
+    let n1 = g
+        .add_memcpy_3d_node(
+            &[],
+            &mut arr,
+            &src,
+            &Copy3D::new(sub).src_pos(sp).dst_pos(dp),
+        )
+        .unwrap();
+    g.add_memcpy_3d_node(&[n1], &mut out, &arr, &Copy3D::new(Extent::new(w, h, d)))
+        .unwrap();
+    // Checks before the driver: a region leaving the array, host memory, an empty region.
+    let mut spare = Array::<u32>::new_3d(Extent::new(w, h, d), ArrayFlags::empty()).unwrap();
+    assert!(matches!(
+        g.add_memcpy_3d_node(
+            &[],
+            &mut spare,
+            &src,
+            &Copy3D::new(sub).dst_pos(Pos::new(w - 5, 0, 0))
+        )
+        .unwrap_err(),
+        Error::OutOfRange { .. }
+    ));
+    assert!(matches!(
+        g.add_memcpy_3d_node(
+            &[],
+            &mut spare,
+            &HostPitched::new(&host, w, h).unwrap(),
+            &Copy3D::new(sub)
+        )
+        .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    assert!(matches!(
+        g.add_memcpy_3d_node(&[], &mut spare, &src, &Copy3D::new(Extent::new(0, 1, 1)))
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let mut exec = g.instantiate().unwrap();
+    // The source is dropped: the graph keeps it.
+    drop(src);
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let mut want = before;
+    for z in 0..sub.depth {
+        for y in 0..sub.height {
+            for x in 0..sub.width {
+                let si = ((sp.z + z) * h + sp.y + y) * w + sp.x + x;
+                let di = ((dp.z + z) * h + dp.y + y) * w + dp.x + x;
+                want[di] = host[si];
+            }
+        }
+    }
+    let mut got = vec![0u32; w * h * d];
+    copy_3d(
+        &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+        &out,
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    assert_same("3-D copy nodes", &got, &want);
+    assert_same("the array itself", &arr.to_vec().unwrap(), &want);
+
+    // A per-node update: another source and other positions; the new source is dropped at
+    // once (the executable keeps it).
+    let host2 = random_u32(&mut r, w * h * d);
+    let (sp2, dp2) = (Pos::new(0, 5, 2), Pos::new(10, 0, 1));
+    let sub2 = Extent::new(25, 9, 2);
+    {
+        let mut src2 = PitchedBuffer::<u32>::new_3d(Extent::new(w, h, d)).unwrap();
+        copy_3d(
+            &mut src2,
+            &HostPitched::new(&host2, w, h).unwrap(),
+            &Copy3D::new(Extent::new(w, h, d)),
+        )
+        .unwrap();
+        exec.set_memcpy_3d_node_params(
+            n1,
+            &mut arr,
+            &src2,
+            &Copy3D::new(sub2).src_pos(sp2).dst_pos(dp2),
+        )
+        .unwrap();
+    }
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    for z in 0..sub2.depth {
+        for y in 0..sub2.height {
+            for x in 0..sub2.width {
+                let si = ((sp2.z + z) * h + sp2.y + y) * w + sp2.x + x;
+                let di = ((dp2.z + z) * h + dp2.y + y) * w + dp2.x + x;
+                want[di] = host2[si];
+            }
+        }
+    }
+    copy_3d(
+        &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+        &out,
+        &Copy3D::new(Extent::new(w, h, d)),
+    )
+    .unwrap();
+    assert_same("3-D copy node after the update", &got, &want);
+}
+
+/// The conditional kernels, linked with the device runtime (`cudaGraphSetConditional`).
+fn cond_module() -> Module {
+    Module::from_ptx_with_device_runtime(kernels::graph_cond::PTX).unwrap()
+}
+
+fn if_nodes_follow_the_default_and_a_device_decision() {
+    let mut r = rng();
+    let n = 3001;
+    let m = cond_module();
+    let set = m.function("cond_set").unwrap();
+    let s = Stream::new().unwrap();
+    for default in [Some(0u32), Some(1), None] {
+        // With no default the value comes from the kernel before the node.
+        let decided = r.bool();
+        let runs = match default {
+            Some(v) => v != 0,
+            None => decided,
+        };
+        let v = r.u32(..);
+        let before = random_u32(&mut r, n);
+        let mut buf = DeviceBuffer::from_slice(&before).unwrap();
+        let mut g = Graph::new().unwrap();
+        let h = g.conditional_handle(default).unwrap();
+        let mut deps = Vec::new();
+        if default.is_none() {
+            // SAFETY: cond_set takes the handle of a conditional of this graph and a value.
+            let k = unsafe {
+                g.add_kernel_node(
+                    &[],
+                    &set,
+                    &LaunchConfig::new(1u32, 1u32),
+                    &kernel_args![h, decided as u32],
+                )
+            }
+            .unwrap();
+            deps.push(k);
+        }
+        let (_, mut body) = g
+            .add_conditional_node(&deps, h, ConditionalKind::If)
+            .unwrap();
+        body.add_memset_node(&[], &mut buf, MemsetValue::U32(v))
+            .unwrap();
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        let want = if runs { vec![v; n] } else { before };
+        assert_same(
+            &format!("if node, default {default:?}, decided {decided}"),
+            &buf.to_vec().unwrap(),
+            &want,
+        );
+    }
+}
+
+fn while_node_runs_its_body_until_the_counter_reaches_the_limit() {
+    let mut r = rng();
+    let n = 10_007;
+    let m = cond_module();
+    let step = m.function("cond_count_to").unwrap();
+    let limit = r.u32(1..60);
+    let h0 = random_ints_f32(&mut r, n);
+    let mut data = DeviceBuffer::from_slice(&h0).unwrap();
+    let mut counter = DeviceBuffer::from_slice(&[r.u32(..)]).unwrap();
+    let mut g = Graph::new().unwrap();
+    let reset = g
+        .add_memset_node(&[], &mut counter, MemsetValue::U32(0))
+        .unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (node, mut body) = g
+        .add_conditional_node(&[reset], h, ConditionalKind::While)
+        .unwrap();
+    // SAFETY: cond_count_to stays below the lengths given and sets this node's handle.
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &step,
+            &LaunchConfig::for_elements(n, 256).unwrap(),
+            &kernel_args![h, &mut counter, 1usize, &mut data, n, limit],
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        g.node_type(node).unwrap(),
+        cuda_runtime::graph::GraphNodeType::Conditional
+    );
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    let launches = 3;
+    for _ in 0..launches {
+        exec.launch(&s).unwrap();
+    }
+    s.synchronize().unwrap();
+    assert_eq!(counter.to_vec().unwrap(), [limit]);
+    let want: Vec<f32> = h0.iter().map(|x| x + (launches * limit) as f32).collect();
+    assert_same("while body runs", &data.to_vec().unwrap(), &want);
+}
+
+fn conditional_bodies_are_refused_alone_and_keep_their_buffers() {
+    let mut r = rng();
+    let n = 2048;
+    let h_src = random_u32(&mut r, n);
+    let mut dst = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g.add_conditional_node(&[], h, ConditionalKind::If).unwrap();
+    {
+        let src = DeviceBuffer::from_slice(&h_src).unwrap();
+        body.add_memcpy_node(&[], &mut dst, &src).unwrap();
+    }
+    for e in [
+        body.instantiate().unwrap_err(),
+        body.try_clone().unwrap_err(),
+        g.add_child_graph_node(&[], &body).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    }
+    // A handle of another graph.
+    let mut other = Graph::new().unwrap();
+    let foreign = other.conditional_handle(None).unwrap();
+    assert!(matches!(
+        g.add_conditional_node(&[], foreign, ConditionalKind::While)
+            .unwrap_err(),
+        Error::InvalidValue { .. }
+    ));
+    let exec = g.instantiate().unwrap();
+    // The parent graph value and the body handle go; the executable still has it all.
+    drop(g);
+    drop(body);
+    let junk: Vec<DeviceBuffer<u32>> = (0..8)
+        .map(|_| DeviceBuffer::from_slice(&vec![7u32; n]).unwrap())
+        .collect();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("copy in the body", &dst.to_vec().unwrap(), &h_src);
+    drop(junk);
+}
