@@ -139,7 +139,10 @@ pub mod library;
 pub mod module;
 pub mod symbol;
 
-pub use launch::{Dim3, LaunchConfig};
+pub use launch::{
+    ClusterSchedulingPolicy, Dim3, LaunchAttributes, LaunchConfig, LaunchConfigEx, MemSyncDomain,
+    MemSyncDomainMap, ProgrammaticEvent,
+};
 pub use library::{Kernel, Library};
 pub use module::{
     classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,

@@ -23,9 +23,10 @@ use crate::context::{self, Active};
 use crate::demangle::{demangle, squeeze};
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
-use crate::launch::{self, LaunchConfig};
+use crate::launch::{self, Launch};
 use crate::module::{
-    check_args, classify_image, io_reason, load_library, ptx_c_string, submit_launch, Function,
+    check_args, classify_image, io_reason, load_library, prepare_extended, ptx_c_string,
+    submit_launch, Function,
     ImageKind, KernelArg, ParamInfo,
 };
 use crate::stream::Stream;
@@ -509,21 +510,36 @@ impl Kernel {
     /// the memory it reaches must stay valid and within bounds for its run, and memory passed
     /// as a read must not be written.
     #[doc(alias = "cudaLaunchKernel")]
-    pub unsafe fn launch(
+    #[doc(alias = "cudaLaunchKernelEx")]
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
+        let (config, attrs) = (config.config(), config.attributes());
         record((|| {
             check_args(&self.inner.name, &self.inner.params, args)?;
-            let call = "cudaLaunchKernel";
+            let call = if attrs.is_some() {
+                "cudaLaunchKernelEx"
+            } else {
+                "cudaLaunchKernel"
+            };
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes checked
-            // above; `f` belongs to the lane's context.
-            unsafe { submit_launch(&lane, f, call, config, args, false) }
+            match attrs {
+                // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes
+                // checked above; `f` belongs to the lane's context.
+                None => unsafe { submit_launch(&lane, f, call, config, None, args, false) },
+                Some(at) => {
+                    let event = prepare_extended(&lane.a, f, config, at, false)?;
+                    let ex = Some((at, event.as_ref().map(|e| e.1)));
+                    // SAFETY: as above; the attributes were validated and the event's context
+                    // is pinned.
+                    unsafe { submit_launch(&lane, f, call, config, ex, args, false) }
+                }
+            }
         })())
     }
 }

@@ -13,7 +13,7 @@ use crate::context::{self, Active};
 use crate::device::CacheConfig;
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
-use crate::launch::{self, LaunchConfig};
+use crate::launch::{self, FuncCluster, Launch, LaunchAttributes, LaunchConfig};
 use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
     PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
@@ -471,8 +471,10 @@ impl EmbeddedKernel {
         })())
     }
 
-    /// Launches the kernel with raw parameters (used by the generated wrappers). The memory in
-    /// `uses` is checked and its use noted through the crate's one enqueue path.
+    /// Launches the kernel with raw parameters (used by the generated wrappers), with
+    /// `cuLaunchKernel`, or `cuLaunchKernelEx` for a [`LaunchConfigEx`](crate::LaunchConfigEx)
+    /// (its attributes checked first; programmatic stream serialization refused). The memory
+    /// in `uses` is checked and its use noted through the crate's one enqueue path.
     ///
     /// # Safety
     /// 1. `params` has one pointer per kernel parameter, each to a value of that parameter's
@@ -482,25 +484,182 @@ impl EmbeddedKernel {
     ///    respects.
     #[doc(hidden)]
     #[inline]
-    pub unsafe fn launch(
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         uses: &[Use<'_>],
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        let (config, attrs) = (config.config(), config.attributes());
         record((|| {
-            let lane = stream.lane_for_submit("cudaLaunchKernel")?;
+            let call = if attrs.is_some() {
+                "cudaLaunchKernelEx"
+            } else {
+                "cudaLaunchKernel"
+            };
+            let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            lane.submit("kernel launch", uses, |a, raw| {
-                // SAFETY: the caller guarantees the parameters (1, 2); the configuration was
-                // validated; the stream is live in the current context; the memory in `uses`
-                // was checked by `submit`.
-                unsafe { raw_launch(a, f, raw, config, params, false) }
-            })
+            match attrs {
+                None => lane.submit("kernel launch", uses, |a, raw| {
+                    // SAFETY: the caller guarantees the parameters (1, 2); the configuration
+                    // was validated; the stream is live in the current context; the memory in
+                    // `uses` was checked by `submit`.
+                    unsafe { raw_launch(a, f, raw, config, params, false) }
+                }),
+                Some(at) => {
+                    let event = prepare_extended(&lane.a, f, config, at, true)?;
+                    let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
+                    lane.submit("kernel launch", uses, |a, raw| {
+                        // SAFETY: as above; the attributes were validated against the device
+                        // and the kernel, and the programmatic event's context is pinned.
+                        unsafe { raw_launch_ex(a, f, raw, config, &mut raw_attrs, params) }
+                    })
+                }
+            }
         })())
     }
+}
+
+/// Checks the attributes of an extended launch of `f` in `a`'s context (see
+/// [`launch::validate_attributes`]; cooperative launches against occupancy). Returns the
+/// programmatic event's raw handle with its context pinned, when there is one.
+pub(crate) fn prepare_extended(
+    a: &Active,
+    f: sys::CUfunction,
+    c: &LaunchConfig,
+    at: &LaunchAttributes<'_>,
+    typed: bool,
+) -> Result<Option<(context::Pinned, sys::CUevent)>> {
+    let limits = a.dev.launch_limits()?;
+    let func = match at.cluster_dim {
+        Some(_) => func_cluster(a, f)?,
+        None => FuncCluster::default(),
+    };
+    let priorities = match at.priority {
+        Some(_) => {
+            let (mut least, mut greatest) = (0i32, 0i32);
+            // SAFETY: the context is current; valid out-parameters.
+            a.check(
+                unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
+                "cuCtxGetStreamPriorityRange",
+            )?;
+            Some((least, greatest))
+        }
+        None => None,
+    };
+    launch::validate_attributes(c, at, &limits, a.dev.ordinal, &func, priorities, typed)?;
+    if at.cooperative {
+        check_cooperative(a, f, c)?;
+    }
+    match at.programmatic_event {
+        Some(pe) => {
+            let (pin, raw) = pe.event.pinned_raw()?;
+            Ok(Some((pin, raw)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// One attribute of a function (`cuFuncGetAttribute`).
+fn func_attr(a: &Active, f: sys::CUfunction, attr: sys::CUfunction_attribute) -> Result<i32> {
+    let mut v = 0i32;
+    // SAFETY: a live function of the current context; valid out-parameter.
+    a.check(
+        unsafe { sys::cuFuncGetAttribute(&mut v, attr, f) },
+        "cuFuncGetAttribute",
+    )?;
+    Ok(v)
+}
+
+/// What a function says about clusters: its required dimensions and whether it may run in
+/// non-portable cluster sizes.
+fn func_cluster(a: &Active, f: sys::CUfunction) -> Result<FuncCluster> {
+    use sys::CUfunction_attribute::*;
+    let dim = |attr| func_attr(a, f, attr).map(|v| v.max(0) as u32);
+    Ok(FuncCluster {
+        required: [
+            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?,
+            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
+            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
+        ],
+        non_portable: func_attr(a, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)? != 0,
+    })
+}
+
+/// Blocks of `block_size` threads with `smem` bytes of dynamic shared memory that fit on one
+/// multiprocessor (`cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`).
+fn occupancy(
+    a: &Active,
+    f: sys::CUfunction,
+    block_size: u32,
+    smem: usize,
+    flags: u32,
+) -> Result<u32> {
+    let mut n = 0i32;
+    // SAFETY: a live function of the current context; valid out-parameter.
+    a.check(
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                &mut n,
+                f,
+                block_size as i32,
+                smem,
+                flags,
+            )
+        },
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    )?;
+    Ok(n.max(0) as u32)
+}
+
+/// Refuses a cooperative launch with more blocks than fit on the device at once.
+fn check_cooperative(a: &Active, f: sys::CUfunction, c: &LaunchConfig) -> Result<()> {
+    let per_sm = occupancy(
+        a,
+        f,
+        c.block.volume() as u32,
+        c.shared_mem_bytes as usize,
+        0,
+    )?;
+    let sms = a
+        .dev
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let max = per_sm as u64 * sms as u64;
+    if c.grid.volume() > max {
+        return Err(Error::CooperativeLaunchTooLarge {
+            blocks: c.grid.volume(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// `cuLaunchKernelEx`.
+///
+/// # Safety
+/// As [`raw_launch`]; `attrs` were validated, and the handles among them are live.
+#[inline]
+unsafe fn raw_launch_ex(
+    a: &Active,
+    f: sys::CUfunction,
+    stream: sys::CUstream,
+    c: &LaunchConfig,
+    attrs: &mut launch::RawAttrs,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    let p = if params.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        params.as_mut_ptr()
+    };
+    let cfg = launch::raw_config(c, stream, attrs);
+    // SAFETY: forwarded from the caller; `cfg` points into `attrs`, which outlives the call.
+    a.check(
+        unsafe { sys::cuLaunchKernelEx(&cfg, f, p, std::ptr::null_mut()) },
+        "cuLaunchKernelEx",
+    )
 }
 
 /// `cuLaunchKernel` / `cuLaunchCooperativeKernel`.
@@ -1332,21 +1491,7 @@ impl Function {
     }
 
     fn occupancy(&self, a: &Active, block_size: u32, dynamic_smem: usize) -> Result<u32> {
-        let mut n = 0i32;
-        // SAFETY: live function; valid out-parameter; flags 0 (default).
-        a.check(
-            unsafe {
-                sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                    &mut n,
-                    self.raw.0,
-                    block_size as i32,
-                    dynamic_smem,
-                    0,
-                )
-            },
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        )?;
-        Ok(n.max(0) as u32)
+        occupancy(a, self.raw.0, block_size, dynamic_smem, 0)
     }
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
@@ -1423,11 +1568,14 @@ impl Function {
         &self,
         stream: &Stream,
         config: &LaunchConfig,
+        attrs: Option<&LaunchAttributes<'_>>,
         args: &[KernelArg<'_>],
         cooperative: bool,
     ) -> Result<()> {
         check_args(&self.name, &self.params, args)?;
-        let call = if cooperative {
+        let call = if attrs.is_some() {
+            "cudaLaunchKernelEx"
+        } else if cooperative {
             "cudaLaunchCooperativeKernel"
         } else {
             "cudaLaunchKernel"
@@ -1444,26 +1592,24 @@ impl Function {
             });
         }
         launch::validate(config, &a.dev.launch_limits()?)?;
-        if cooperative {
-            self.check_cooperative(a, config)?;
+        match attrs {
+            None => {
+                if cooperative {
+                    check_cooperative(a, self.raw.0, config)?;
+                }
+                // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
+                unsafe { submit_launch(&lane, self.raw.0, call, config, None, args, cooperative) }
+            }
+            Some(at) => {
+                let mut at = *at;
+                at.cooperative |= cooperative;
+                let event = prepare_extended(a, self.raw.0, config, &at, false)?;
+                let ex = Some((&at, event.as_ref().map(|e| e.1)));
+                // SAFETY: the caller's promise (see `launch`); the arguments were checked above;
+                // the attributes were validated and the event's context is pinned.
+                unsafe { submit_launch(&lane, self.raw.0, call, config, ex, args, false) }
+            }
         }
-        // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
-        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative) }
-    }
-
-    fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
-        let per_sm = self.occupancy(a, c.block.volume() as u32, c.shared_mem_bytes as usize)?;
-        let sms = a
-            .dev
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let max = per_sm as u64 * sms as u64;
-        if c.grid.volume() > max {
-            return Err(Error::CooperativeLaunchTooLarge {
-                blocks: c.grid.volume(),
-                max,
-            });
-        }
-        Ok(())
     }
 
     /// Launches the kernel on `stream` (`cudaLaunchKernel`). Does not block the host.
@@ -1499,13 +1645,14 @@ impl Function {
     /// # }
     /// ```
     #[doc(alias = "cudaLaunchKernel")]
-    pub unsafe fn launch(
+    #[doc(alias = "cudaLaunchKernelEx")]
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        record(self.launch_inner(stream, config, args, false))
+        record(self.launch_inner(stream, config.config(), config.attributes(), args, false))
     }
 
     /// Launches the kernel cooperatively (`cudaLaunchCooperativeKernel`): all blocks are
@@ -1518,13 +1665,13 @@ impl Function {
     /// # Safety
     /// As [`launch`](Self::launch).
     #[doc(alias = "cudaLaunchCooperativeKernel")]
-    pub unsafe fn launch_cooperative(
+    pub unsafe fn launch_cooperative<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        record(self.launch_inner(stream, config, args, true))
+        record(self.launch_inner(stream, config.config(), config.attributes(), args, true))
     }
 }
 
@@ -1565,6 +1712,7 @@ pub(crate) unsafe fn submit_launch(
     f: sys::CUfunction,
     call: &'static str,
     config: &LaunchConfig,
+    extended: Option<(&LaunchAttributes<'_>, Option<sys::CUevent>)>,
     args: &[KernelArg<'_>],
     cooperative: bool,
 ) -> Result<()> {
@@ -1584,11 +1732,21 @@ pub(crate) unsafe fn submit_launch(
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
         .collect();
-    lane.submit(call, &uses, |a, raw| {
-        // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the stream
-        // is live in the current context, which `f` belongs to.
-        unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
-    })
+    match extended {
+        None => lane.submit(call, &uses, |a, raw| {
+            // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the
+            // stream is live in the current context, which `f` belongs to.
+            unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
+        }),
+        Some((at, event)) => {
+            let mut attrs = launch::raw_attributes(at, event);
+            lane.submit(call, &uses, |a, raw| {
+                // SAFETY: as above; the attributes were validated by the caller, and the
+                // event's context is pinned by it.
+                unsafe { raw_launch_ex(a, f, raw, config, &mut attrs, ptrs) }
+            })
+        }
+    }
 }
 
 /// The block size (a multiple of `warp`, at most `limit`) maximising resident threads per

@@ -1312,7 +1312,7 @@ pub fn generate(
         }
         let _ = writeln!(
             o,
-            "    /// Launches `{}` on `stream` (`cudaLaunchKernel`): `{}`.",
+            "    /// Launches `{}` on `stream` (`cudaLaunchKernel`; `cudaLaunchKernelEx` with a `LaunchConfigEx`): `{}`.",
             k.name, k.signature
         );
         let mut args = Vec::new();
@@ -1406,7 +1406,7 @@ pub fn generate(
         let unsafe_kw = if k.is_unsafe { "unsafe " } else { "" };
         let _ = writeln!(
             o,
-            "    pub {unsafe_kw}fn {}(stream: &crate::Stream, config: &crate::LaunchConfig{}{}) -> crate::Result<()> {{",
+            "    pub {unsafe_kw}fn {}(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized){}{}) -> crate::Result<()> {{",
             k.name,
             if args.is_empty() { "" } else { ", " },
             args.join(", ")
@@ -1415,7 +1415,7 @@ pub fn generate(
             // Before any buffer is borrowed: a refused launch notes no use.
             let _ = writeln!(
                 o,
-                "        {}_preconditions(config{})?;",
+                "        {}_preconditions(crate::launch::Launch::config(config){})?;",
                 k.name,
                 precondition_values(k)
                     .iter()
@@ -1825,8 +1825,8 @@ extern "C" __global__ void empty() {}
             !code.contains("a_len: usize"),
             "lengths are not parameters of the wrapper"
         );
-        assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, addr: u64, v: u32, p: u64)"));
-        assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &crate::LaunchConfig) -> crate::Result<()>"));
+        assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), addr: u64, v: u32, p: u64)"));
+        assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized)) -> crate::Result<()>"));
         assert!(code.contains("[*mut ::core::ffi::c_void; 0] = []"));
     }
 
@@ -2105,12 +2105,12 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         ));
         assert!(code.contains("crate::launch::check_preconditions(\"rev\", &RULES, config, &[n as i128, o_len as i128])"));
         // A length is taken from the buffer, before the buffer is borrowed for the launch.
-        let call = "rev_preconditions(config, n, crate::DeviceRead::<i32>::len(&*o))?;";
+        let call = "rev_preconditions(crate::launch::Launch::config(config), n, crate::DeviceRead::<i32>::len(&*o))?;";
         let borrow = "crate::DeviceWrite::kernel_arg_mut(o);";
         let rev = &code[code.find("pub fn rev(").unwrap()..];
         assert!(rev.find(call).unwrap() < rev.find(borrow).unwrap(), "{rev}");
         // An unsafe kernel's `*_len` is its own argument.
-        assert!(code.contains("raw_preconditions(config)?;"));
+        assert!(code.contains("raw_preconditions(crate::launch::Launch::config(config))?;"));
         // The docs list the preconditions.
         assert!(code.contains("    /// - `dynamic_shared >= 4 * n`"));
         assert!(code.contains("[`crate::Error::KernelPrecondition`]"));
@@ -2125,7 +2125,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         let src = "// cuda-runtime: unsafe\n// cuda-runtime: require p_len >= 4\nextern \"C\" __global__ void r(float* p, size_t p_len) {}";
         let k = parse_kernels(src).unwrap();
         let code = generate("u", "u.cu", "/x/u.ptx", &k).unwrap();
-        assert!(code.contains("r_preconditions(config, p_len)?;"), "{code}");
+        assert!(code.contains("r_preconditions(crate::launch::Launch::config(config), p_len)?;"), "{code}");
     }
 
     #[test]
@@ -2150,7 +2150,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         // Unsafe kernels take the raw handle.
         assert!(
             code.contains(
-                "pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, t: u64)"
+                "pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), t: u64)"
             ),
             "{code}"
         );
