@@ -66,6 +66,21 @@
 //!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`,
 //!   `simple_streams::mix_repeat`, `l2::hot_cold`) and `params::*` are correct for any shape. (`spin::spin` spins
 //!   as long as it is told to: a huge duration keeps the GPU busy, it does not fault.)
+//! * `cluster::cluster_histogram` (built for `sm_90`: thread-block clusters and distributed
+//!   shared memory) declares `require dynamic_shared >= 4 * bins`, so every block of a cluster
+//!   has room for all the bins, whatever the cluster shape; it is correct for any grid, block
+//!   and cluster (a launch without clusters is a cluster of one block), reads `data` below
+//!   `data_len` and writes `hist` below `hist_len` only. On a device below compute capability
+//!   9.0 its wrapper fails with [`Error::ComputeCapability`](crate::Error::ComputeCapability)
+//!   before the module is loaded.
+//!
+//! # Extended launches
+//!
+//! Every wrapper also takes a [`LaunchConfigEx`](crate::LaunchConfigEx) (`cudaLaunchKernelEx`):
+//! thread-block clusters, priority, memory synchronisation domains, an access policy window, a
+//! programmatic event, cooperative launches. The attributes are checked against the device and
+//! the kernel first; programmatic stream serialization is refused (these kernels do not wait for
+//! the kernel before them, so the launch could overlap work it must follow).
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -230,6 +245,7 @@ mod tests {
             ("stream_texture", &["n4 <= 2147483648"]),
             ("stream_global", &[]),
             ("mix_repeat", &[]),
+            ("cluster_histogram", &["dynamic_shared >= 4 * bins"]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

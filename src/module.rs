@@ -13,7 +13,10 @@ use crate::context::{self, Active};
 use crate::device::CacheConfig;
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
-use crate::launch::{self, FuncCluster, Launch, LaunchAttributes, LaunchConfig};
+use crate::launch::{
+    self, ClusterSchedulingPolicy, Dim3, FuncCluster, Launch, LaunchAttributes, LaunchConfig,
+    LaunchConfigEx,
+};
 use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
     PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
@@ -338,18 +341,28 @@ pub fn classify_image(image: &[u8]) -> Result<ImageKind> {
 pub struct EmbeddedModule {
     name: &'static str,
     ptx: &'static str,
+    /// The compute capability the PTX targets, `major * 10 + minor` (75 for `compute_75`).
+    arch: u32,
     loaded: Mutex<Vec<(i32, u64, Raw<sys::CUmod_st>)>>,
 }
 
 impl EmbeddedModule {
-    /// A module of the crate's kernels (used by the generated code).
+    /// A module of the crate's kernels whose PTX targets `compute_<arch>` (used by the
+    /// generated code).
     #[doc(hidden)]
-    pub const fn new(name: &'static str, ptx: &'static str) -> EmbeddedModule {
+    pub const fn new(name: &'static str, ptx: &'static str, arch: u32) -> EmbeddedModule {
         EmbeddedModule {
             name,
             ptx,
+            arch,
             loaded: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The compute capability the module needs, `major * 10 + minor` (its PTX's target: 75
+    /// unless its source names a newer one with `// cuda-runtime: arch = sm_NN`).
+    pub fn arch(&self) -> u32 {
+        self.arch
     }
 
     /// The module's name (its source file's stem).
@@ -372,6 +385,8 @@ impl EmbeddedModule {
         {
             return Ok(m.0);
         }
+        let limits = a.dev.launch_limits()?;
+        check_arch(self.name, self.arch, a.dev.ordinal, limits.compute_capability)?;
         let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
         // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
         let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
@@ -390,6 +405,21 @@ impl EmbeddedModule {
             Symbol::lookup(&a, m, name, None)
         })())
     }
+}
+
+/// Refuses to load a module built for a newer architecture than the device's (the driver
+/// would fail to JIT the PTX, with a less helpful error).
+fn check_arch(name: &str, arch: u32, device: i32, found: u32) -> Result<()> {
+    if found < arch {
+        return Err(Error::ComputeCapability {
+            code: ErrorCode::NoKernelImageForDevice,
+            what: format!("kernel module {name} (built for sm_{arch})"),
+            needs: arch,
+            device,
+            found,
+        });
+    }
+    Ok(())
 }
 
 const CACHED_DEVICES: usize = 16;
@@ -1005,6 +1035,30 @@ pub struct FunctionAttributes {
     pub max_dynamic_shared_size_bytes: i32,
     /// Preferred shared-memory carveout, percent, or -1 for none (`preferredShmemCarveout`).
     pub preferred_shmem_carveout: i32,
+    /// Whether the kernel must be launched with cluster dimensions (`clusterDimMustBeSet`).
+    pub cluster_dim_must_be_set: bool,
+    /// The cluster dimensions the kernel requires, set at compile time (`__cluster_dims__`) or
+    /// with [`Function::set_required_cluster_dims`] (`requiredClusterWidth`, `...Height`,
+    /// `...Depth`); `None` when it requires none.
+    pub required_cluster_dim: Option<Dim3>,
+    /// Whether the kernel may run in clusters of more than 8 blocks
+    /// (`nonPortableClusterSizeAllowed`).
+    pub non_portable_cluster_size_allowed: bool,
+    /// The kernel's preferred cluster scheduling policy
+    /// (`clusterSchedulingPolicyPreference`).
+    pub cluster_scheduling_policy_preference: ClusterSchedulingPolicy,
+}
+
+bitflags::bitflags! {
+    /// Flags of the occupancy calculator (`cudaOccupancyDefault`,
+    /// `cudaOccupancyDisableCachingOverride`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct OccupancyFlags: u32 {
+        /// Assume the global caching the kernel asks for is not overridden by the device's
+        /// configuration, where the device would otherwise turn it off to fit more blocks
+        /// (`cudaOccupancyDisableCachingOverride`).
+        const DISABLE_CACHING_OVERRIDE = 1;
+    }
 }
 
 /// One parameter of a kernel, as `cuFuncGetParamInfo` reports it.
@@ -1411,6 +1465,19 @@ impl Function {
                     .attr(&a, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
                 preferred_shmem_carveout: self
                     .attr(&a, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)?,
+                cluster_dim_must_be_set: self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)?
+                    != 0,
+                required_cluster_dim: {
+                    let c = func_cluster(&a, self.raw.0)?;
+                    (c.required != [0; 3])
+                        .then(|| Dim3::new(c.required[0], c.required[1], c.required[2]))
+                },
+                non_portable_cluster_size_allowed: self
+                    .attr(&a, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)?
+                    != 0,
+                cluster_scheduling_policy_preference: ClusterSchedulingPolicy::from_number(
+                    self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)?,
+                ),
             })
         })())
     }
@@ -1494,6 +1561,185 @@ impl Function {
         occupancy(a, self.raw.0, block_size, dynamic_smem, 0)
     }
 
+    /// As [`max_active_blocks_per_multiprocessor`](Self::max_active_blocks_per_multiprocessor),
+    /// with occupancy calculator flags
+    /// (`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`).
+    #[doc(alias = "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags")]
+    pub fn max_active_blocks_per_multiprocessor_with_flags(
+        &self,
+        block_size: u32,
+        dynamic_smem: usize,
+        flags: OccupancyFlags,
+    ) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            occupancy(&a, self.raw.0, block_size, dynamic_smem, flags.bits())
+        })())
+    }
+
+    /// Requires the kernel to be launched in clusters of exactly `dims` blocks, or lifts the
+    /// requirement with `None` (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeRequiredClusterWidth`, `...Height`, `...Depth`). A kernel whose
+    /// cluster dimensions were set at compile time (`__cluster_dims__`) refuses this
+    /// (`cudaErrorNotPermitted` from the driver).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a zero dimension in `Some(dims)`.
+    #[doc(alias = "cudaFuncAttributeRequiredClusterWidth")]
+    pub fn set_required_cluster_dims(&self, dims: Option<Dim3>) -> Result<()> {
+        use sys::CUfunction_attribute::*;
+        record((|| {
+            let d = match dims {
+                None => [0; 3],
+                Some(d) => {
+                    let d = [d.x, d.y, d.z];
+                    if d.contains(&0) || d.iter().any(|&v| v > i32::MAX as u32) {
+                        return Err(Error::InvalidValue {
+                            what: "required cluster dimensions",
+                            value: format!("({}, {}, {})", d[0], d[1], d[2]),
+                            reason: "every dimension must be 1 or more (None for no requirement)",
+                        });
+                    }
+                    d
+                }
+            };
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, d[0] as i32)?;
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, d[1] as i32)?;
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, d[2] as i32)
+        })())
+    }
+
+    /// Allows (or forbids) clusters of more than 8 blocks for this kernel, up to what the
+    /// device supports (16 on the H100) (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeNonPortableClusterSizeAllowed`).
+    #[doc(alias = "cudaFuncAttributeNonPortableClusterSizeAllowed")]
+    pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        record(self.set_attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            allowed as i32,
+        ))
+    }
+
+    /// Sets the kernel's preferred cluster scheduling policy (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeClusterSchedulingPolicyPreference`); a launch attribute
+    /// ([`LaunchAttributes::cluster_scheduling_policy`]) overrides it.
+    #[doc(alias = "cudaFuncAttributeClusterSchedulingPolicyPreference")]
+    pub fn set_cluster_scheduling_policy_preference(
+        &self,
+        policy: ClusterSchedulingPolicy,
+    ) -> Result<()> {
+        record(self.set_attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+            policy.to_sys() as i32,
+        ))
+    }
+
+    /// Checks a cluster occupancy query: a device with clusters, and cluster dimensions the
+    /// kernel can take (given in `config`, or required by the kernel). The grid is not checked.
+    fn cluster_query(&self, a: &Active, config: &LaunchConfigEx<'_>) -> Result<Dim3> {
+        let limits = a.dev.launch_limits()?;
+        let func = func_cluster(a, self.raw.0)?;
+        let cluster = match config.attributes.cluster_dim {
+            Some(c) => c,
+            None if func.required != [0; 3] => {
+                Dim3::new(func.required[0], func.required[1], func.required[2])
+            }
+            None => {
+                return Err(Error::LaunchAttribute {
+                    code: ErrorCode::InvalidClusterSize,
+                    attribute: "cluster dimensions",
+                    detail: format!(
+                        "kernel {} requires no cluster size, so the configuration must give one",
+                        self.name
+                    ),
+                })
+            }
+        };
+        // Any grid the cluster divides: occupancy does not depend on the grid.
+        let shape = LaunchConfig {
+            grid: cluster,
+            ..config.config
+        };
+        let mut at = config.attributes;
+        at.cluster_dim = Some(cluster);
+        launch::validate(&shape, &limits)?;
+        launch::validate_attributes(&shape, &at, &limits, a.dev.ordinal, &func, None, false)?;
+        Ok(cluster)
+    }
+
+    /// The most clusters of the configuration's size (its cluster dimensions, or the kernel's
+    /// required ones), with its block size and dynamic shared memory, that can run on the device
+    /// at once (`cudaOccupancyMaxActiveClusters`). Needs compute capability 9.0.
+    ///
+    /// # Errors
+    /// [`Error::ComputeCapability`] on an older device; [`Error::LaunchAttribute`] for cluster
+    /// dimensions the kernel cannot take, or none at all; the driver's errors.
+    #[doc(alias = "cudaOccupancyMaxActiveClusters")]
+    pub fn max_active_clusters(&self, config: &LaunchConfigEx<'_>) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            let cluster = self.cluster_query(&a, config)?;
+            let shape = LaunchConfig {
+                grid: cluster,
+                ..config.config
+            };
+            let only_cluster = LaunchAttributes {
+                cluster_dim: Some(cluster),
+                cluster_scheduling_policy: config.attributes.cluster_scheduling_policy,
+                ..LaunchAttributes::default()
+            };
+            let mut raw_attrs = launch::raw_attributes(&only_cluster, None);
+            let cfg = launch::raw_config(&shape, std::ptr::null_mut(), &mut raw_attrs);
+            let mut n = 0i32;
+            // SAFETY: a live function of the current context; `cfg` points into `raw_attrs`,
+            // alive for the call; valid out-parameter.
+            a.check(
+                unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, self.raw.0, &cfg) },
+                "cuOccupancyMaxActiveClusters",
+            )?;
+            Ok(n.max(0) as u32)
+        })())
+    }
+
+    /// The largest cluster size, in blocks, that the kernel can run with the configuration's
+    /// block size and dynamic shared memory on this device
+    /// (`cudaOccupancyMaxPotentialClusterSize`); above 8 only if the kernel allows non-portable
+    /// sizes. Needs compute capability 9.0.
+    ///
+    /// # Errors
+    /// [`Error::ComputeCapability`] on an older device; the driver's errors.
+    #[doc(alias = "cudaOccupancyMaxPotentialClusterSize")]
+    pub fn max_potential_cluster_size(&self, config: &LaunchConfig) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            let limits = a.dev.launch_limits()?;
+            if !limits.cluster_launch || limits.compute_capability < 90 {
+                return Err(Error::ComputeCapability {
+                    code: ErrorCode::NotSupported,
+                    what: "cudaOccupancyMaxPotentialClusterSize".to_string(),
+                    needs: 90,
+                    device: a.dev.ordinal,
+                    found: limits.compute_capability,
+                });
+            }
+            let shape = LaunchConfig {
+                grid: Dim3::new(1, 1, 1),
+                ..*config
+            };
+            launch::validate(&shape, &limits)?;
+            let mut none = launch::raw_attributes(&LaunchAttributes::default(), None);
+            let cfg = launch::raw_config(&shape, std::ptr::null_mut(), &mut none);
+            let mut n = 0i32;
+            // SAFETY: a live function of the current context; `cfg` has no attributes;
+            // valid out-parameter.
+            a.check(
+                unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, self.raw.0, &cfg) },
+                "cuOccupancyMaxPotentialClusterSize",
+            )?;
+            Ok(n.max(0) as u32)
+        })())
+    }
+
     /// The block size that maximises occupancy, and the smallest grid that fills the device
     /// at it, as `(min_grid_size, block_size)`
     /// (`cudaOccupancyMaxPotentialBlockSizeVariableSMem`). `dynamic_smem` gives the dynamic
@@ -1505,6 +1751,24 @@ impl Function {
         &self,
         dynamic_smem: impl Fn(u32) -> usize,
         block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        self.max_potential_block_size_with_flags(
+            dynamic_smem,
+            block_size_limit,
+            OccupancyFlags::empty(),
+        )
+    }
+
+    /// As [`max_potential_block_size`](Self::max_potential_block_size), with occupancy
+    /// calculator flags (`cudaOccupancyMaxPotentialBlockSizeWithFlags`,
+    /// `cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags`).
+    #[doc(alias = "cudaOccupancyMaxPotentialBlockSizeWithFlags")]
+    #[doc(alias = "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags")]
+    pub fn max_potential_block_size_with_flags(
+        &self,
+        dynamic_smem: impl Fn(u32) -> usize,
+        block_size_limit: u32,
+        flags: OccupancyFlags,
     ) -> Result<(u32, u32)> {
         record((|| {
             let a = self.enter()?;
@@ -1521,8 +1785,9 @@ impl Function {
             if block_size_limit > 0 {
                 limit = limit.min(block_size_limit);
             }
-            let (best_blocks, best_size) =
-                best_block_size(limit, warp, |b| self.occupancy(&a, b, dynamic_smem(b)))?;
+            let (best_blocks, best_size) = best_block_size(limit, warp, |b| {
+                occupancy(&a, self.raw.0, b, dynamic_smem(b), flags.bits())
+            })?;
             Ok((best_blocks * sms, best_size))
         })())
     }
@@ -1811,6 +2076,25 @@ mod tests {
         match r {
             Err(Error::InvalidModuleImage { kind: k, at: a, .. }) if k == kind && a == at => {}
             other => panic!("expected a refusal of a {kind:?} at {at:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn modules_for_newer_architectures_are_refused_before_loading() {
+        check_arch("cluster", 90, 0, 90).unwrap();
+        check_arch("cluster", 90, 1, 100).unwrap();
+        check_arch("vector_add", 75, 0, 75).unwrap();
+        for found in [75, 80, 86, 89] {
+            let e = check_arch("cluster", 90, 2, found).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "kernel module cluster (built for sm_90) needs compute capability 9.0 or newer, but device 2 has {}.{}",
+                    found / 10,
+                    found % 10
+                )
+            );
         }
     }
 
