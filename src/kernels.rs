@@ -9,7 +9,9 @@
 //!
 //! The modules documented here are the kernels of the crate's examples. The crate also builds
 //! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
-//! this documentation and are not part of the API (they may change in any release).
+//! this documentation and are not part of the API (they may change in any release); so is
+//! `launch_ex` (grid-stride `pdl_produce` and `pdl_consume`, correct for any shape, and
+//! `empty90`, built for `sm_90`).
 //!
 //! In the wrappers, a `const T*` parameter takes any [`DeviceRead<T>`](crate::DeviceRead), a
 //! `T*` any [`DeviceWrite<T>`](crate::DeviceWrite), and each pointer's `size_t <name>_len`
@@ -246,6 +248,9 @@ mod tests {
             ("stream_global", &[]),
             ("mix_repeat", &[]),
             ("cluster_histogram", &["dynamic_shared >= 4 * bins"]),
+            ("empty90", &[]),
+            ("pdl_produce", &[]),
+            ("pdl_consume", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();

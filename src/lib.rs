@@ -146,8 +146,7 @@ pub use launch::{
 pub use library::{Kernel, Library};
 pub use module::{
     classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,
-    OccupancyFlags,
-    KernelArg, Module, ParamInfo,
+    KernelArg, Module, OccupancyFlags, ParamInfo,
 };
 pub use symbol::Symbol;
 

@@ -26,8 +26,7 @@ use crate::error::{record, Error, Result};
 use crate::launch::{self, Launch};
 use crate::module::{
     check_args, classify_image, io_reason, load_library, prepare_extended, ptx_c_string,
-    submit_launch, Function,
-    ImageKind, KernelArg, ParamInfo,
+    submit_launch, Function, ImageKind, KernelArg, ParamInfo,
 };
 use crate::stream::Stream;
 use crate::symbol::Symbol;

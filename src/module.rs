@@ -386,7 +386,12 @@ impl EmbeddedModule {
             return Ok(m.0);
         }
         let limits = a.dev.launch_limits()?;
-        check_arch(self.name, self.arch, a.dev.ordinal, limits.compute_capability)?;
+        check_arch(
+            self.name,
+            self.arch,
+            a.dev.ordinal,
+            limits.compute_capability,
+        )?;
         let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
         // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
         let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
@@ -1465,7 +1470,8 @@ impl Function {
                     .attr(&a, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
                 preferred_shmem_carveout: self
                     .attr(&a, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)?,
-                cluster_dim_must_be_set: self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)?
+                cluster_dim_must_be_set: self
+                    .attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)?
                     != 0,
                 required_cluster_dim: {
                     let c = func_cluster(&a, self.raw.0)?;

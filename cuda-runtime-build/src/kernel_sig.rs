@@ -386,7 +386,8 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             if d == "unsafe" {
                 is_unsafe = true;
             } else if is_arch_directive(d) {
-                let a = parse_arch(d).map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
+                let a =
+                    parse_arch(d).map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
                 arch = arch.max(Some(a));
             } else if d.starts_with("texture ") || d.starts_with("surface ") {
                 let e = parse_object_directive(d, &params)
@@ -2197,7 +2198,10 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         let src = "// cuda-runtime: unsafe\n// cuda-runtime: require p_len >= 4\nextern \"C\" __global__ void r(float* p, size_t p_len) {}";
         let k = parse_kernels(src).unwrap();
         let code = generate("u", "u.cu", "/x/u.ptx", 75, &k).unwrap();
-        assert!(code.contains("r_preconditions(crate::launch::Launch::config(config), p_len)?;"), "{code}");
+        assert!(
+            code.contains("r_preconditions(crate::launch::Launch::config(config), p_len)?;"),
+            "{code}"
+        );
     }
 
     #[test]
@@ -2238,7 +2242,10 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
 
     #[test]
     fn arch_directives_set_the_file_target_and_are_checked() {
-        assert_eq!(file_arch("extern \"C\" __global__ void k() {}").unwrap(), 75);
+        assert_eq!(
+            file_arch("extern \"C\" __global__ void k() {}").unwrap(),
+            75
+        );
         let src = "// cuda-runtime: arch = sm_90\n// cuda-runtime: require n > 0\n\
                    extern \"C\" __global__ void k(int n) {}\n\
                    //cuda-runtime:arch=sm_80\nextern \"C\" __global__ void j() {}";
@@ -2254,14 +2261,21 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
             ("arch sm_90", "expected `arch = sm_NN`"),
             ("arch = compute_90", "expected `arch = sm_NN`"),
         ] {
-            let src = format!("// x\n// cuda-runtime: {bad}\nextern \"C\" __global__ void k() {{}}");
+            let src =
+                format!("// x\n// cuda-runtime: {bad}\nextern \"C\" __global__ void k() {{}}");
             let e = file_arch(&src).unwrap_err();
-            assert!(e.starts_with(&format!("line 2: `cuda-runtime: {bad}`")) && e.contains(why), "{e}");
+            assert!(
+                e.starts_with(&format!("line 2: `cuda-runtime: {bad}`")) && e.contains(why),
+                "{e}"
+            );
             let e = parse_kernels(&src).unwrap_err();
             assert!(e.starts_with("kernel k: ") && e.contains(why), "{e}");
         }
         let code = generate("c", "c.cu", "/x/c.ptx", 90, &parse_kernels(src).unwrap()).unwrap();
-        assert!(code.contains("EmbeddedModule::new(\"c\", PTX, 90)"), "{code}");
+        assert!(
+            code.contains("EmbeddedModule::new(\"c\", PTX, 90)"),
+            "{code}"
+        );
         assert!(code.contains("/// The module's PTX (compute_90)."));
         assert!(code.contains("Built for `sm_90`"));
         let code = generate("c", "c.cu", "/x/c.ptx", 75, &parse_kernels(SRC).unwrap()).unwrap();

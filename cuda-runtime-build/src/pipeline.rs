@@ -161,7 +161,8 @@ impl Kernels {
             let hash = sources_hash(&kdir, source)?;
             let src_text = fs::read_to_string(kdir.join(source))
                 .map_err(|e| tool_err(&format!("reading {shown}/{source}"), e))?;
-            let arch = kernel_sig::file_arch(&src_text).map_err(|e| format!("{shown}/{source}: {e}"))?;
+            let arch =
+                kernel_sig::file_arch(&src_text).map_err(|e| format!("{shown}/{source}: {e}"))?;
             let committed = kdir.join("ptx").join(format!("{stem}.ptx"));
             // nvcc when found; the committed PTX when it is not, or when it fails.
             let compiled = nvcc.as_ref().map(|(nvcc, extra)| {

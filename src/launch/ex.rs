@@ -398,7 +398,7 @@ pub(crate) fn validate_attributes(
         }
         let g = [c.grid.x, c.grid.y, c.grid.z];
         for i in 0..3 {
-            if g[i] % cd[i] != 0 {
+            if !g[i].is_multiple_of(cd[i]) {
                 return Err(attr_err(
                     ErrorCode::InvalidClusterSize,
                     "cluster dimensions",
@@ -539,7 +539,10 @@ pub(crate) fn raw_attributes(at: &LaunchAttributes<'_>, event: Option<sys::CUeve
     if let Some(p) = at.cluster_scheduling_policy {
         let mut v = blank();
         v.clusterSchedulingPolicyPreference = p.to_sys();
-        r.push(Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, v);
+        r.push(
+            Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+            v,
+        );
     }
     if at.cooperative {
         let mut v = blank();
@@ -644,15 +647,7 @@ mod tests {
     }
 
     fn check(c: &LaunchConfigEx<'_>, lim: &LaunchLimits, f: &FuncCluster) -> Result<()> {
-        validate_attributes(
-            &c.config,
-            &c.attributes,
-            lim,
-            0,
-            f,
-            Some((0, -5)),
-            true,
-        )
+        validate_attributes(&c.config, &c.attributes, lim, 0, f, Some((0, -5)), true)
     }
 
     fn detail(e: &Error) -> (ErrorCode, &'static str, String) {
@@ -702,7 +697,9 @@ mod tests {
             assert_eq!(e.code(), ErrorCode::InvalidClusterSize);
         }
         let e = check(&cfg((4, 3, 1), 64).with_cluster((2, 2, 1)), &H100, &NONE).unwrap_err();
-        assert!(detail(&e).2.starts_with("grid.y 3 is not a multiple of cluster.y 2"));
+        assert!(detail(&e)
+            .2
+            .starts_with("grid.y 3 is not a multiple of cluster.y 2"));
     }
 
     #[test]
@@ -739,14 +736,20 @@ mod tests {
         check(&cfg((8, 1, 1), 32).with_cluster(4), &H100, &req).unwrap();
         let e = check(&cfg((8, 1, 1), 32).with_cluster(2), &H100, &req).unwrap_err();
         let d = detail(&e).2;
-        assert!(d.starts_with("the kernel requires clusters of (4, 1, 1)"), "{d}");
+        assert!(
+            d.starts_with("the kernel requires clusters of (4, 1, 1)"),
+            "{d}"
+        );
         assert!(d.ends_with("but the launch gives (2, 1, 1)"), "{d}");
     }
 
     #[test]
     fn sm90_features_on_an_older_device_name_the_feature_and_both_capabilities() {
         let cases: [(LaunchConfigEx<'static>, &str); 3] = [
-            (cfg((4, 1, 1), 32).with_cluster(2), "a thread-block cluster launch"),
+            (
+                cfg((4, 1, 1), 32).with_cluster(2),
+                "a thread-block cluster launch",
+            ),
             (
                 cfg((4, 1, 1), 32)
                     .extended()
@@ -798,16 +801,7 @@ mod tests {
             (ErrorCode::InvalidValue, "programmatic stream serialization")
         );
         assert!(d.contains("cudaGridDependencySynchronize"), "{d}");
-        validate_attributes(
-            &c.config,
-            &c.attributes,
-            &H100,
-            0,
-            &NONE,
-            None,
-            false,
-        )
-        .unwrap();
+        validate_attributes(&c.config, &c.attributes, &H100, 0, &NONE, None, false).unwrap();
     }
 
     #[test]
@@ -821,12 +815,13 @@ mod tests {
             } else {
                 rng.i32(i32::MIN..-5)
             };
-            let e = check(&cfg((1, 1, 1), 32).extended().priority(bad), &H100, &NONE)
-                .unwrap_err();
+            let e = check(&cfg((1, 1, 1), 32).extended().priority(bad), &H100, &NONE).unwrap_err();
             let (_, attr, d) = detail(&e);
             assert_eq!(attr, "priority");
             assert!(
-                d.starts_with(&format!("priority {bad} is outside the device's range -5..=0")),
+                d.starts_with(&format!(
+                    "priority {bad} is outside the device's range -5..=0"
+                )),
                 "{d}"
             );
         }
@@ -839,14 +834,23 @@ mod tests {
                 default: d,
                 remote: r,
             };
-            check(&cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m), &H100, &NONE).unwrap();
+            check(
+                &cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m),
+                &H100,
+                &NONE,
+            )
+            .unwrap();
         }
         let m = MemSyncDomainMap {
             default: 0,
             remote: 4,
         };
-        let e = check(&cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m), &H100, &NONE)
-            .unwrap_err();
+        let e = check(
+            &cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m),
+            &H100,
+            &NONE,
+        )
+        .unwrap_err();
         assert_eq!(
             detail(&e).2,
             "the map (default -> 0, remote -> 4) names a domain beyond the device's 4 (cudaDevAttrMemSyncDomainCount)"
@@ -855,7 +859,12 @@ mod tests {
             default: 1,
             remote: 0,
         };
-        assert!(check(&cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m), &A100, &NONE).is_err());
+        assert!(check(
+            &cfg((1, 1, 1), 32).extended().mem_sync_domain_map(m),
+            &A100,
+            &NONE
+        )
+        .is_err());
     }
 
     #[test]
@@ -867,15 +876,24 @@ mod tests {
             hit_prop: AccessProperty::Persisting,
             miss_prop: AccessProperty::Streaming,
         };
-        check(&cfg((1, 1, 1), 32).extended().access_policy_window(w), &H100, &NONE).unwrap();
+        check(
+            &cfg((1, 1, 1), 32).extended().access_policy_window(w),
+            &H100,
+            &NONE,
+        )
+        .unwrap();
         for (bytes, ratio) in [(134213633usize, 0.5f32), (1024, 1.5), (1024, f32::NAN)] {
             let w = AccessPolicyWindow {
                 num_bytes: bytes,
                 hit_ratio: ratio,
                 ..w
             };
-            let e = check(&cfg((1, 1, 1), 32).extended().access_policy_window(w), &H100, &NONE)
-                .unwrap_err();
+            let e = check(
+                &cfg((1, 1, 1), 32).extended().access_policy_window(w),
+                &H100,
+                &NONE,
+            )
+            .unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidValue);
         }
     }

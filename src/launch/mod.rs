@@ -5,11 +5,11 @@
 
 mod ex;
 
+pub(crate) use ex::{raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs};
 pub use ex::{
     ClusterSchedulingPolicy, Launch, LaunchAttributes, LaunchConfigEx, MemSyncDomain,
     MemSyncDomainMap, ProgrammaticEvent,
 };
-pub(crate) use ex::{raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs};
 
 use std::sync::OnceLock;
 
