@@ -569,19 +569,11 @@ pub(crate) fn prepare_extended(
 ) -> Result<Option<(context::Pinned, sys::CUevent)>> {
     let limits = a.dev.launch_limits()?;
     let func = match at.cluster_dim {
-        Some(_) => func_cluster(a, f)?,
+        Some(c) => func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE)?,
         None => FuncCluster::default(),
     };
     let priorities = match at.priority {
-        Some(_) => {
-            let (mut least, mut greatest) = (0i32, 0i32);
-            // SAFETY: the context is current; valid out-parameters.
-            a.check(
-                unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
-                "cuCtxGetStreamPriorityRange",
-            )?;
-            Some((least, greatest))
-        }
+        Some(_) => Some(a.stream_priority_range()?),
         None => None,
     };
     launch::validate_attributes(c, at, &limits, a.dev.ordinal, &func, priorities, typed)?;
@@ -608,18 +600,26 @@ fn func_attr(a: &Active, f: sys::CUfunction, attr: sys::CUfunction_attribute) ->
     Ok(v)
 }
 
-/// What a function says about clusters: its required dimensions and whether it may run in
-/// non-portable cluster sizes.
-fn func_cluster(a: &Active, f: sys::CUfunction) -> Result<FuncCluster> {
+/// What a function says about clusters: its required dimensions and, when `non_portable`,
+/// whether it may run in non-portable cluster sizes (read as `false` otherwise). One driver
+/// call when no dimensions are required: they are all zero or all positive.
+fn func_cluster(a: &Active, f: sys::CUfunction, non_portable: bool) -> Result<FuncCluster> {
     use sys::CUfunction_attribute::*;
     let dim = |attr| func_attr(a, f, attr).map(|v| v.max(0) as u32);
-    Ok(FuncCluster {
-        required: [
-            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?,
+    let width = dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?;
+    let required = if width == 0 {
+        [0; 3]
+    } else {
+        [
+            width,
             dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
             dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
-        ],
-        non_portable: func_attr(a, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)? != 0,
+        ]
+    };
+    Ok(FuncCluster {
+        required,
+        non_portable: non_portable
+            && func_attr(a, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)? != 0,
     })
 }
 
@@ -1474,7 +1474,7 @@ impl Function {
                     .attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)?
                     != 0,
                 required_cluster_dim: {
-                    let c = func_cluster(&a, self.raw.0)?;
+                    let c = func_cluster(&a, self.raw.0, false)?;
                     (c.required != [0; 3])
                         .then(|| Dim3::new(c.required[0], c.required[1], c.required[2]))
                 },
@@ -1644,7 +1644,7 @@ impl Function {
     /// kernel can take (given in `config`, or required by the kernel). The grid is not checked.
     fn cluster_query(&self, a: &Active, config: &LaunchConfigEx<'_>) -> Result<Dim3> {
         let limits = a.dev.launch_limits()?;
-        let func = func_cluster(a, self.raw.0)?;
+        let func = func_cluster(a, self.raw.0, true)?;
         let cluster = match config.attributes.cluster_dim {
             Some(c) => c,
             None if func.required != [0; 3] => {

@@ -5,7 +5,9 @@
 
 mod ex;
 
-pub(crate) use ex::{raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs};
+pub(crate) use ex::{
+    raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs, PORTABLE_CLUSTER_SIZE,
+};
 pub use ex::{
     ClusterSchedulingPolicy, Launch, LaunchAttributes, LaunchConfigEx, MemSyncDomain,
     MemSyncDomainMap, ProgrammaticEvent,
