@@ -27,7 +27,11 @@
 //! checked by the wrapper before launching ([`kernels`]). User
 //! kernels are launched with the `unsafe` [`Function::launch`], whose arguments are typed
 //! ([`kernel_args!`]: buffers and views note their uses, scalars pass by value) and checked by
-//! count and size against the kernel's parameter list. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! count and size against the kernel's parameter list. Extended launches
+//! ([`LaunchConfigEx`], `cudaLaunchKernelEx`) take the same paths, their attributes checked
+//! against the device and the kernel first; the safe wrappers refuse programmatic stream
+//! serialization, the one attribute that lets a kernel start before the work ahead of it in the
+//! stream has finished. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
 //! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
 //! inside them that cannot all be checked (their headers are). Host functions take
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met

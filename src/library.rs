@@ -494,7 +494,8 @@ impl Kernel {
     }
 
     /// Launches the kernel on `stream`, of any device (`cudaLaunchKernel` with a
-    /// `cudaKernel_t`): the library is loaded into the stream's context on first use there.
+    /// `cudaKernel_t`; `cudaLaunchKernelEx` with a [`LaunchConfigEx`](crate::LaunchConfigEx),
+    /// whose attributes are checked as [`Function::launch`] checks them): the library is loaded into the stream's context on first use there.
     /// Does not block the host.
     ///
     /// The argument count and sizes are checked against the kernel's parameter list, and the
@@ -506,8 +507,9 @@ impl Kernel {
     ///
     /// # Safety
     /// As [`Function::launch`]: the arguments must have the types the kernel's parameters have,
-    /// the memory it reaches must stay valid and within bounds for its run, and memory passed
-    /// as a read must not be written.
+    /// the memory it reaches must stay valid and within bounds for its run, memory passed as a
+    /// read must not be written, and with programmatic stream serialization every thread waits
+    /// for the kernel before it first.
     #[doc(alias = "cudaLaunchKernel")]
     #[doc(alias = "cudaLaunchKernelEx")]
     pub unsafe fn launch<L: Launch + ?Sized>(
@@ -528,7 +530,7 @@ impl Kernel {
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
             match attrs {
-                // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes
+                // SAFETY: the caller's promise (1-4 of `Function::launch`); count and sizes
                 // checked above; `f` belongs to the lane's context.
                 None => unsafe { submit_launch(&lane, f, call, config, None, args, false) },
                 Some(at) => {

@@ -1883,11 +1883,13 @@ impl Function {
         }
     }
 
-    /// Launches the kernel on `stream` (`cudaLaunchKernel`). Does not block the host.
+    /// Launches the kernel on `stream` (`cudaLaunchKernel`; `cudaLaunchKernelEx` when `config`
+    /// is a [`LaunchConfigEx`]). Does not block the host.
     ///
     /// The argument count and each argument's size are checked against the kernel's parameter
-    /// list first, and the configuration against the device's limits; a mismatch is an error,
-    /// not a launch.
+    /// list first, the configuration against the device's limits, and launch attributes against
+    /// the device and the kernel ([`Error::LaunchAttribute`], [`Error::ComputeCapability`]); a
+    /// mismatch is an error, not a launch.
     ///
     /// # Safety
     /// The crate cannot know what the kernel does with its arguments:
@@ -1899,7 +1901,12 @@ impl Function {
     ///    kept so by the crate (its use is noted: its drop, CPU views and other streams wait for
     ///    the kernel); an address passed as a plain integer is the caller's to keep alive (e.g.
     ///    synchronise `stream` before dropping that buffer);
-    /// 3. memory passed as `&buf` (a read) must not be written by the kernel.
+    /// 3. memory passed as `&buf` (a read) must not be written by the kernel;
+    /// 4. with [`programmatic_stream_serialization`](LaunchAttributes::programmatic_stream_serialization),
+    ///    every thread of the kernel must wait for the kernel before it
+    ///    (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`) before it touches
+    ///    memory that earlier work in the stream uses, and before it exits: the crate orders
+    ///    the uses of memory by stream order, which the attribute relaxes for the kernel's start.
     ///
     /// ```no_run
     /// # use cuda_runtime::{kernel_args, DeviceBuffer, LaunchConfig, Module, Stream};
