@@ -568,9 +568,12 @@ pub(crate) fn prepare_extended(
     typed: bool,
 ) -> Result<Option<(context::Pinned, sys::CUevent)>> {
     let limits = a.dev.launch_limits()?;
+    // A device without clusters is refused by the validation, before the kernel is asked.
     let func = match at.cluster_dim {
-        Some(c) => func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE)?,
-        None => FuncCluster::default(),
+        Some(c) if limits.cluster_launch => {
+            func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE)?
+        }
+        _ => FuncCluster::default(),
     };
     let priorities = match at.priority {
         Some(_) => Some(a.stream_priority_range()?),
@@ -1457,7 +1460,7 @@ impl Function {
         use sys::CUfunction_attribute::*;
         record((|| {
             let a = self.enter()?;
-            Ok(FunctionAttributes {
+            let mut at = FunctionAttributes {
                 shared_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)? as usize,
                 const_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)? as usize,
                 local_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)? as usize,
@@ -1470,21 +1473,21 @@ impl Function {
                     .attr(&a, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
                 preferred_shmem_carveout: self
                     .attr(&a, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)?,
-                cluster_dim_must_be_set: self
-                    .attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)?
-                    != 0,
-                required_cluster_dim: {
-                    let c = func_cluster(&a, self.raw.0, false)?;
-                    (c.required != [0; 3])
-                        .then(|| Dim3::new(c.required[0], c.required[1], c.required[2]))
-                },
-                non_portable_cluster_size_allowed: self
-                    .attr(&a, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)?
-                    != 0,
-                cluster_scheduling_policy_preference: ClusterSchedulingPolicy::from_number(
+                ..FunctionAttributes::default()
+            };
+            // Devices without clusters report none (the defaults).
+            if a.dev.launch_limits()?.cluster_launch {
+                let c = func_cluster(&a, self.raw.0, true)?;
+                at.cluster_dim_must_be_set =
+                    self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)? != 0;
+                at.required_cluster_dim = (c.required != [0; 3])
+                    .then(|| Dim3::new(c.required[0], c.required[1], c.required[2]));
+                at.non_portable_cluster_size_allowed = c.non_portable;
+                at.cluster_scheduling_policy_preference = ClusterSchedulingPolicy::from_number(
                     self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)?,
-                ),
-            })
+                );
+            }
+            Ok(at)
         })())
     }
 
@@ -1644,6 +1647,15 @@ impl Function {
     /// kernel can take (given in `config`, or required by the kernel). The grid is not checked.
     fn cluster_query(&self, a: &Active, config: &LaunchConfigEx<'_>) -> Result<Dim3> {
         let limits = a.dev.launch_limits()?;
+        if !limits.cluster_launch || limits.compute_capability < 90 {
+            return Err(Error::ComputeCapability {
+                code: ErrorCode::NotSupported,
+                what: "cudaOccupancyMaxActiveClusters".to_string(),
+                needs: 90,
+                device: a.dev.ordinal,
+                found: limits.compute_capability,
+            });
+        }
         let func = func_cluster(a, self.raw.0, true)?;
         let cluster = match config.attributes.cluster_dim {
             Some(c) => c,
