@@ -301,12 +301,16 @@ fn required_cluster_dims_are_enforced() {
         detail.starts_with("the kernel requires clusters of (4, 1, 1)"),
         "{detail}"
     );
+    // The same dimensions given at launch are accepted; a plain launch takes the required ones.
     launch_histogram(&f, &s, &cfg.with_cluster(4), &d_data, &mut d_hist, bins).unwrap();
+    let mut d_plain = DeviceBuffer::<u32>::zeroed(bins as usize).unwrap();
+    launch_histogram(&f, &s, &cfg, &d_data, &mut d_plain, bins).unwrap();
     // The required size applies to a cluster occupancy query without dimensions.
     assert!(f.max_active_clusters(&cfg.extended()).unwrap() >= 1);
     s.synchronize().unwrap();
     let want = cpu_histogram(&data, bins, bins as usize, &vec![0; bins as usize]);
-    assert_same("required clusters", &d_hist.to_vec().unwrap(), &want);
+    assert_same("required clusters, given", &d_hist.to_vec().unwrap(), &want);
+    assert_same("required clusters, plain launch", &d_plain.to_vec().unwrap(), &want);
     f.set_required_cluster_dims(None).unwrap();
     assert_eq!(f.attributes().unwrap().required_cluster_dim, None);
 }
