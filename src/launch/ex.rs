@@ -10,6 +10,7 @@ use crate::{AccessPolicyWindow, Event};
 /// How the driver places the thread-block clusters of a launch on the GPU
 /// (`cudaClusterSchedulingPolicy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[doc(alias = "cudaClusterSchedulingPolicy")]
 pub enum ClusterSchedulingPolicy {
     /// The driver's choice (`cudaClusterSchedulingPolicyDefault`).
     #[default]
@@ -48,6 +49,7 @@ impl ClusterSchedulingPolicy {
 /// (`cudaLaunchMemSyncDomain`): a memory fence of a kernel in one domain need not wait for the
 /// memory traffic of kernels in another (programming guide, "Memory Synchronization Domains").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[doc(alias = "cudaLaunchMemSyncDomain")]
 pub enum MemSyncDomain {
     /// `cudaLaunchMemSyncDomainDefault`.
     #[default]
@@ -61,6 +63,7 @@ pub enum MemSyncDomain {
 /// (`cudaLaunchMemSyncDomainMap`). Each must be below the device's
 /// [`MemSyncDomainCount`](crate::DeviceAttribute::MemSyncDomainCount).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[doc(alias = "cudaLaunchMemSyncDomainMap")]
 pub struct MemSyncDomainMap {
     /// The physical domain of [`MemSyncDomain::Default`] (`default_`).
     pub default: u8,
@@ -85,6 +88,7 @@ pub struct ProgrammaticEvent<'a> {
 /// or `false` leaves an attribute out of the launch: the stream's or the kernel's setting
 /// applies. Checked against the device and the kernel when launched (see [`LaunchConfigEx`]).
 #[derive(Clone, Copy, Debug, Default)]
+#[doc(alias = "cudaLaunchAttribute")]
 pub struct LaunchAttributes<'a> {
     /// Thread-block cluster dimensions, in blocks (`cudaLaunchAttributeClusterDimension`).
     /// Needs compute capability 9.0; each grid dimension must be a multiple of the cluster's;
@@ -136,6 +140,8 @@ pub struct LaunchAttributes<'a> {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
+#[doc(alias = "cudaLaunchConfig_t")]
+#[doc(alias = "cudaLaunchKernelEx")]
 pub struct LaunchConfigEx<'a> {
     /// Grid, block and dynamic shared memory.
     pub config: LaunchConfig,
