@@ -18,8 +18,10 @@ extern "C" __global__ void pdl_produce(unsigned* out, size_t out_len, unsigned s
 }
 
 // Waits for the kernel before it (cudaGridDependencySynchronize: a no-op unless launched with
-// programmatic stream serialization), then out[i] = src[i] + 1 for i below both lengths.
+// programmatic stream serialization), then out[i] = src[i] + 1 for i below both lengths. Every
+// thread waits first, before any memory access.
 // cuda-runtime: arch = sm_90
+// cuda-runtime: waits-for-previous-kernel
 extern "C" __global__ void pdl_consume(const unsigned* src, size_t src_len, unsigned* out,
                                        size_t out_len) {
   asm volatile("griddepcontrol.wait;" ::: "memory");

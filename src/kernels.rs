@@ -11,7 +11,8 @@
 //! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
 //! this documentation and are not part of the API (they may change in any release); so is
 //! `launch_ex` (grid-stride `pdl_produce` and `pdl_consume`, correct for any shape, and
-//! `empty90`, built for `sm_90`).
+//! `empty90`, built for `sm_90`; `pdl_consume` waits for the previous kernel in every thread
+//! before anything else, and declares it).
 //!
 //! In the wrappers, a `const T*` parameter takes any [`DeviceRead<T>`](crate::DeviceRead), a
 //! `T*` any [`DeviceWrite<T>`](crate::DeviceWrite), and each pointer's `size_t <name>_len`
@@ -82,7 +83,9 @@
 //! thread-block clusters, priority, memory synchronisation domains, an access policy window, a
 //! programmatic event, cooperative launches. The attributes are checked against the device and
 //! the kernel first; programmatic stream serialization is refused (these kernels do not wait for
-//! the kernel before them, so the launch could overlap work it must follow).
+//! the kernel before them, so the launch could overlap work it must follow), unless the kernel
+//! declares `// cuda-runtime: waits-for-previous-kernel`: every thread waits for the kernel
+//! before it (`cudaGridDependencySynchronize()`) before touching memory and before exiting.
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -281,6 +284,21 @@ mod tests {
         for (n, _) in expected {
             assert!(seen.iter().any(|s| s == n), "kernel {n} no longer exists");
         }
+        // Kernels whose every thread waits for the previous kernel before touching memory and
+        // before exiting (their wrappers accept programmatic stream serialization), audited.
+        let mut waiting = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) == Some("cu") {
+                let src = std::fs::read_to_string(&path).unwrap();
+                for k in crate::kernel_sig::parse_kernels(&src).unwrap() {
+                    if k.waits_for_previous {
+                        waiting.push(k.name);
+                    }
+                }
+            }
+        }
+        assert_eq!(waiting, ["pdl_consume"]);
     }
 
     #[test]

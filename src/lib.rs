@@ -31,7 +31,8 @@
 //! ([`LaunchConfigEx`], `cudaLaunchKernelEx`) take the same paths, their attributes checked
 //! against the device and the kernel first; the safe wrappers refuse programmatic stream
 //! serialization, the one attribute that lets a kernel start before the work ahead of it in the
-//! stream has finished. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! stream has finished, unless the kernel declares that every thread waits for that work first
+//! (`// cuda-runtime: waits-for-previous-kernel`). PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
 //! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
 //! inside them that cannot all be checked (their headers are). Host functions take
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met

@@ -440,6 +440,8 @@ pub struct EmbeddedKernel {
     module: &'static EmbeddedModule,
     name: &'static str,
     param_sizes: &'static [usize],
+    /// Declared `// cuda-runtime: waits-for-previous-kernel` (see `launch`).
+    waits_for_previous: bool,
     cache: [Slot; CACHED_DEVICES],
 }
 
@@ -450,11 +452,13 @@ impl EmbeddedKernel {
         module: &'static EmbeddedModule,
         name: &'static str,
         param_sizes: &'static [usize],
+        waits_for_previous: bool,
     ) -> EmbeddedKernel {
         EmbeddedKernel {
             module,
             name,
             param_sizes,
+            waits_for_previous,
             cache: [const {
                 Slot {
                     generation: AtomicU64::new(0),
@@ -508,8 +512,9 @@ impl EmbeddedKernel {
 
     /// Launches the kernel with raw parameters (used by the generated wrappers), with
     /// `cuLaunchKernel`, or `cuLaunchKernelEx` for a [`LaunchConfigEx`](crate::LaunchConfigEx)
-    /// (its attributes checked first; programmatic stream serialization refused). The memory
-    /// in `uses` is checked and its use noted through the crate's one enqueue path.
+    /// (its attributes checked first; programmatic stream serialization refused unless the
+    /// kernel declares `// cuda-runtime: waits-for-previous-kernel`). The memory in `uses` is
+    /// checked and its use noted through the crate's one enqueue path.
     ///
     /// # Safety
     /// 1. `params` has one pointer per kernel parameter, each to a value of that parameter's
@@ -544,7 +549,8 @@ impl EmbeddedKernel {
                     unsafe { raw_launch(a, f, raw, config, params, false) }
                 }),
                 Some(at) => {
-                    let event = prepare_extended(&lane.a, f, config, at, true)?;
+                    let refuse = !self.waits_for_previous;
+                    let event = prepare_extended(&lane.a, f, config, at, refuse)?;
                     let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
                     lane.submit("kernel launch", uses, |a, raw| {
                         // SAFETY: as above; the attributes were validated against the device
@@ -565,7 +571,7 @@ pub(crate) fn prepare_extended(
     f: sys::CUfunction,
     c: &LaunchConfig,
     at: &LaunchAttributes<'_>,
-    typed: bool,
+    refuse_serialization: bool,
 ) -> Result<Option<(context::Pinned, sys::CUevent)>> {
     let limits = a.dev.launch_limits()?;
     // A device without clusters is refused by the validation, before the kernel is asked.
@@ -579,7 +585,15 @@ pub(crate) fn prepare_extended(
         Some(_) => Some(a.stream_priority_range()?),
         None => None,
     };
-    launch::validate_attributes(c, at, &limits, a.dev.ordinal, &func, priorities, typed)?;
+    launch::validate_attributes(
+        c,
+        at,
+        &limits,
+        a.dev.ordinal,
+        &func,
+        priorities,
+        refuse_serialization,
+    )?;
     if at.cooperative {
         check_cooperative(a, f, c)?;
     }

@@ -14,6 +14,9 @@
 //!   parameter of the kernel (a pointer's `*_len` companion included, which the wrapper fills
 //!   from the buffer). Example: `require dynamic_shared >= 4 * n`.
 //!
+//! * `waits-for-previous-kernel`: every thread of the kernel waits for the kernel before it in
+//!   the stream (`cudaGridDependencySynchronize()`) before it touches memory and before it exits,
+//!   so its wrapper accepts programmatic stream serialization (programmatic dependent launch);
 //! * `arch = sm_NN`: the kernel needs compute capability `N.N` (e.g. `sm_90` for thread-block
 //!   clusters). A file is compiled for the newest architecture any of its directives names
 //!   ([`file_arch`]; `compute_75` when none), so every kernel of that file needs it: keep such
@@ -135,6 +138,10 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// Marked `// cuda-runtime: unsafe`: its wrapper is an `unsafe fn` taking raw addresses.
     pub is_unsafe: bool,
+    /// Marked `// cuda-runtime: waits-for-previous-kernel`: every thread waits for the kernel
+    /// before it (`cudaGridDependencySynchronize`) before touching memory and before exiting,
+    /// so its wrapper accepts programmatic stream serialization.
+    pub waits_for_previous: bool,
     /// Its launch preconditions (`// cuda-runtime: block = ...` and `require ...`), in source
     /// order.
     pub preconditions: Vec<Rule>,
@@ -378,6 +385,7 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         doc.reverse();
         directives.reverse();
         let mut is_unsafe = false;
+        let mut waits_for_previous = false;
         let mut preconditions = Vec::new();
         let mut precondition_args = Vec::new();
         let mut objects = Vec::new();
@@ -385,6 +393,8 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         for d in directives {
             if d == "unsafe" {
                 is_unsafe = true;
+            } else if d == WAITS_FOR_PREVIOUS {
+                waits_for_previous = true;
             } else if is_arch_directive(d) {
                 let a =
                     parse_arch(d).map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
@@ -407,6 +417,7 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             name: name.to_string(),
             params,
             is_unsafe,
+            waits_for_previous,
             preconditions,
             precondition_args,
             objects,
@@ -417,6 +428,11 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
     }
     Ok(kernels)
 }
+
+/// The directive of a kernel whose every thread waits for the previous kernel in the stream
+/// (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`) before it touches memory and
+/// before it exits: its wrapper accepts programmatic stream serialization.
+pub const WAITS_FOR_PREVIOUS: &str = "waits-for-previous-kernel";
 
 /// The architecture every CUDA version this crate supports can target: PTX for `compute_75`.
 pub const BASE_ARCH: u32 = 75;
@@ -1355,10 +1371,11 @@ pub fn generate(
         let _ = writeln!(o, "    /// The kernel `{}`, for attributes and occupancy ([`crate::EmbeddedKernel::function`]).", k.name);
         let _ = writeln!(
             o,
-            "    pub static {}: crate::module::EmbeddedKernel = crate::module::EmbeddedKernel::new(&MODULE, {:?}, &[{}]);",
+            "    pub static {}: crate::module::EmbeddedKernel = crate::module::EmbeddedKernel::new(&MODULE, {:?}, &[{}], {});",
             upper(&k.name),
             k.name,
-            sizes.join(", ")
+            sizes.join(", "),
+            k.waits_for_previous
         );
         if !k.preconditions.is_empty() {
             generate_precondition_check(&mut o, k);
@@ -1445,6 +1462,14 @@ pub fn generate(
         } else if k.params.iter().any(|p| p.pointer) {
             let _ = writeln!(o, "    ///");
             let _ = writeln!(o, "    /// Each `*_len` is filled from the buffer's length; the kernel keeps its accesses below it.");
+        }
+        if k.waits_for_previous {
+            let _ = writeln!(o, "    ///");
+            let _ = writeln!(o, "    /// Declared `waits-for-previous-kernel`: accepts programmatic stream serialization");
+            let _ = writeln!(
+                o,
+                "    /// (`LaunchConfigEx::programmatic_stream_serialization`)."
+            );
         }
         if !k.preconditions.is_empty() {
             let _ = writeln!(o, "    ///");
@@ -2281,5 +2306,29 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         let code = generate("c", "c.cu", "/x/c.ptx", 75, &parse_kernels(SRC).unwrap()).unwrap();
         assert!(code.contains("EmbeddedModule::new(\"c\", PTX, 75)"));
         assert!(!code.contains("Built for"));
+    }
+
+    #[test]
+    fn waiting_kernels_are_marked_and_generated_so() {
+        let src = "// cuda-runtime: waits-for-previous-kernel\n\
+                   extern \"C\" __global__ void w(int* p, size_t p_len) {}\n\
+                   extern \"C\" __global__ void n(int* p, size_t p_len) {}";
+        let k = parse_kernels(src).unwrap();
+        assert!(k[0].waits_for_previous && !k[1].waits_for_previous);
+        let code = generate("x", "x.cu", "/x/x.ptx", 90, &k).unwrap();
+        assert!(
+            code.contains("EmbeddedKernel::new(&MODULE, \"w\", &[8, 8], true)"),
+            "{code}"
+        );
+        assert!(
+            code.contains("EmbeddedKernel::new(&MODULE, \"n\", &[8, 8], false)"),
+            "{code}"
+        );
+        assert!(code.contains("Declared `waits-for-previous-kernel`"));
+        let e = parse_kernels(
+            "// cuda-runtime: waits-for-previous\nextern \"C\" __global__ void w() {}",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("kernel w: "), "{e}");
     }
 }

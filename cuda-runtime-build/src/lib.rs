@@ -47,6 +47,10 @@
 //! //                                                parameters (a pointer's *_len included)
 //! // cuda-runtime: unsafe                           an `unsafe fn` taking raw addresses
 //! // cuda-runtime: arch = sm_90                     needs compute capability 9.0 (clusters)
+//! // cuda-runtime: waits-for-previous-kernel        every thread waits for the previous kernel
+//! //                                                (cudaGridDependencySynchronize) before
+//! //                                                touching memory: programmatic dependent
+//! //                                                launch accepted
 //! ```
 //!
 //! A file is compiled for `compute_75`, or for the newest architecture an `arch` directive in it

@@ -350,8 +350,9 @@ pub(crate) fn check_programmatic_event(
 
 /// Checks launch attributes against the device (`lim`, device `device`) and the kernel
 /// (`func`, read for cluster launches), before any driver call. `priority_range` is the
-/// device's `(least, greatest)` stream priority, read when a priority is given. `typed`: a
-/// launch through one of the generated (safe) wrappers, which refuse programmatic stream
+/// device's `(least, greatest)` stream priority, read when a priority is given.
+/// `refuse_serialization`: a launch through a generated (safe) wrapper of a kernel that does
+/// not declare that it waits for the previous kernel, which refuses programmatic stream
 /// serialization. Cooperative launches are checked against occupancy elsewhere.
 pub(crate) fn validate_attributes(
     c: &LaunchConfig,
@@ -360,7 +361,7 @@ pub(crate) fn validate_attributes(
     device: i32,
     func: &FuncCluster,
     priority_range: Option<(i32, i32)>,
-    typed: bool,
+    refuse_serialization: bool,
 ) -> Result<()> {
     let LaunchAttributes {
         cluster_dim,
@@ -441,13 +442,14 @@ pub(crate) fn validate_attributes(
         if lim.compute_capability < 90 {
             return Err(too_old("programmatic dependent launch", lim, device));
         }
-        if typed {
+        if refuse_serialization {
             return Err(attr_err(
                 ErrorCode::InvalidValue,
                 "programmatic stream serialization",
-                "the typed kernel wrappers refuse it: their kernels do not wait for the previous \
-                 kernel (cudaGridDependencySynchronize), so the launch could overlap work it \
-                 must follow; launch a kernel that waits through the unsafe Function::launch"
+                "the kernel's wrapper refuses it: the kernel does not declare \
+                 `// cuda-runtime: waits-for-previous-kernel` (every thread waiting for the \
+                 kernel before it with cudaGridDependencySynchronize before touching memory), \
+                 so the launch could overlap work it must follow"
                     .to_string(),
             ));
         }

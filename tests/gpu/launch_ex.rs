@@ -310,7 +310,11 @@ fn required_cluster_dims_are_enforced() {
     s.synchronize().unwrap();
     let want = cpu_histogram(&data, bins, bins as usize, &vec![0; bins as usize]);
     assert_same("required clusters, given", &d_hist.to_vec().unwrap(), &want);
-    assert_same("required clusters, plain launch", &d_plain.to_vec().unwrap(), &want);
+    assert_same(
+        "required clusters, plain launch",
+        &d_plain.to_vec().unwrap(),
+        &want,
+    );
     f.set_required_cluster_dims(None).unwrap();
     assert_eq!(f.attributes().unwrap().required_cluster_dim, None);
 }
@@ -444,6 +448,11 @@ fn programmatic_dependent_launch_orders_producer_and_consumer() {
         // with their lengths; every thread waits for the producer (griddepcontrol.wait) before
         // touching memory, and stays below both lengths.
         unsafe { consume.launch(&s, &pdl, &kernel_args![&mid, n, &mut out, n]) }.unwrap();
+        // The same through the safe wrapper: pdl_consume declares that it waits.
+        let mut out2 = DeviceBuffer::<u32>::new(n).unwrap();
+        out2.fill(0xdead_beef).unwrap();
+        kernels::launch_ex::pdl_produce(&s, &cfg, &mut mid, seed).unwrap();
+        kernels::launch_ex::pdl_consume(&s, &pdl, &mid, &mut out2).unwrap();
         s.synchronize().unwrap();
         let want: Vec<u32> = (0..n)
             .map(|i| (seed.wrapping_mul(i as u32 + 1) ^ (i >> 3) as u32).wrapping_add(1))
@@ -451,6 +460,11 @@ fn programmatic_dependent_launch_orders_producer_and_consumer() {
         assert_same(
             "programmatic dependent launch",
             &out.to_vec().unwrap(),
+            &want,
+        );
+        assert_same(
+            "programmatic dependent launch, safe wrapper",
+            &out2.to_vec().unwrap(),
             &want,
         );
     }
