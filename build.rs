@@ -8,7 +8,7 @@ fn main() {
         // The generated code is compiled inside this crate.
         .crate_path("crate")
         // Kernels for the crate's tests, benchmarks and demonstrations: not API.
-        .hidden(&["faults", "graph_cond", "params", "spin"])
+        .hidden(&["faults", "graph_cond", "launch_ex", "params", "spin"])
         .regenerate_hint("scripts/install-nvcc && scripts/update-ptx")
         .build();
 }

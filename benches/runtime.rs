@@ -8,6 +8,12 @@
 //! through the wrapper cuda-runtime-build generated for it, against `cuLaunchKernel` of the same
 //! PTX.
 //!
+//! The extended-launch figures (`cudaLaunchKernelEx`) launch an empty kernel in clusters of two
+//! blocks (sm_90 PTX; left out on older devices), and the empty compute_75 kernel with three
+//! launch attributes (priority, memory synchronisation domain, access policy window), against
+//! `cuLaunchKernelEx` and libcudart's `cudaLaunchKernelExC` (what the C++ `cudaLaunchKernelEx`
+//! calls) with the same attributes.
+//!
 //! `cargo bench` (needs a GPU; without one it prints why and exits).
 
 use std::ffi::{c_void, CString};
@@ -15,7 +21,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use cuda_runtime::{kernels, DeviceBuffer, Event, EventFlags, LaunchConfig, Stream};
+use cuda_runtime::{
+    kernels, AccessPolicyWindow, AccessProperty, DeviceBuffer, Event, EventFlags, LaunchConfig,
+    LaunchConfigEx, MemSyncDomain, Stream,
+};
 use cudarc::driver::sys;
 
 /// Fails the bench with a message (no panic backtrace).
@@ -39,6 +48,8 @@ struct Raw {
     /// The example user crate's `saxpy`, from its own PTX.
     saxpy: sys::CUfunction,
     event: sys::CUevent,
+    /// `empty90` of the sm_90 test kernels, on a device of compute capability 9.0 or newer.
+    empty90: Option<sys::CUfunction>,
 }
 
 impl Raw {
@@ -79,12 +90,31 @@ impl Raw {
             ck(sys::cuStreamCreate(&mut stream, 0), "cuStreamCreate");
             ck(sys::cuEventCreate(&mut event, 0), "cuEventCreate");
         }
+        let empty90 = sm90().then(|| {
+            let ptx =
+                CString::new(kernels::launch_ex::PTX).unwrap_or_else(|_| die("PTX has a NUL"));
+            let (mut m, mut f): (sys::CUmodule, sys::CUfunction) =
+                (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: as above.
+            unsafe {
+                ck(
+                    sys::cuModuleLoadData(&mut m, ptx.as_ptr().cast()),
+                    "cuModuleLoadData",
+                );
+                ck(
+                    sys::cuModuleGetFunction(&mut f, m, c"empty90".as_ptr()),
+                    "cuModuleGetFunction",
+                );
+            }
+            f
+        });
         Raw {
             stream,
             empty,
             four,
             saxpy,
             event,
+            empty90,
         }
     }
 
@@ -103,6 +133,60 @@ struct Dim3 {
     x: u32,
     y: u32,
     z: u32,
+}
+
+/// Whether the current device has thread-block clusters (compute capability 9.0).
+fn sm90() -> bool {
+    cuda_runtime::Device::current()
+        .and_then(|d| d.properties())
+        .map(|p| p.major >= 9)
+        .unwrap_or(false)
+}
+
+/// `cudaLaunchConfig_t` of cuda_runtime_api.h (13.0); its attributes have the driver's layout.
+#[repr(C)]
+struct CudartLaunchConfig {
+    grid: Dim3,
+    block: Dim3,
+    dynamic_smem_bytes: usize,
+    stream: CudaStream,
+    attrs: *mut sys::CUlaunchAttribute,
+    num_attrs: u32,
+}
+
+/// A launch attribute with a zeroed value.
+fn attr(id: sys::CUlaunchAttributeID) -> sys::CUlaunchAttribute {
+    sys::CUlaunchAttribute {
+        id,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { pad: [0; 64] },
+    }
+}
+
+/// The cluster figure's attribute: clusters of two blocks.
+fn cluster_attrs() -> [sys::CUlaunchAttribute; 1] {
+    let mut a = attr(sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    a.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 2, y: 1, z: 1 };
+    [a]
+}
+
+/// The extended figure's attributes: the highest priority, the remote domain, a window of
+/// normal accesses over `base`.
+fn extended_attrs(priority: i32, base: u64) -> [sys::CUlaunchAttribute; 3] {
+    use sys::CUlaunchAttributeID as Id;
+    let mut p = attr(Id::CU_LAUNCH_ATTRIBUTE_PRIORITY);
+    p.value.priority = priority;
+    let mut d = attr(Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
+    d.value.memSyncDomain = sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE;
+    let mut w = attr(Id::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+    w.value.accessPolicyWindow = sys::CUaccessPolicyWindow {
+        base_ptr: base as usize as *mut c_void,
+        num_bytes: 4,
+        hitRatio: 1.0,
+        hitProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_NORMAL,
+        missProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_NORMAL,
+    };
+    [p, d, w]
 }
 
 type CudaError = i32;
@@ -127,7 +211,14 @@ struct Cudart {
     host_fn: unsafe extern "C" fn(CudaStream, HostFn, *mut c_void) -> CudaError,
     memcpy_async:
         unsafe extern "C" fn(*mut c_void, *const c_void, usize, i32, CudaStream) -> CudaError,
+    launch_ex: unsafe extern "C" fn(
+        *const CudartLaunchConfig,
+        *const c_void,
+        *mut *mut c_void,
+    ) -> CudaError,
     stream: CudaStream,
+    /// `empty90`, on a device with clusters (null otherwise).
+    empty90: *const c_void,
     empty: *const c_void,
     four: *const c_void,
     event: *mut c_void,
@@ -185,8 +276,10 @@ impl Cudart {
             event_record: sym!(b"cudaEventRecord\0"),
             host_fn: sym!(b"cudaLaunchHostFunc\0"),
             memcpy_async: sym!(b"cudaMemcpyAsync\0"),
+            launch_ex: sym!(b"cudaLaunchKernelExC\0"),
             _lib: lib,
             stream: std::ptr::null_mut(),
+            empty90: std::ptr::null(),
             empty: std::ptr::null(),
             four: std::ptr::null(),
             event: std::ptr::null_mut(),
@@ -219,6 +312,31 @@ impl Cudart {
             ok((c.stream_create)(&mut c.stream), "cudaStreamCreate");
             ok((c.event_create)(&mut c.event), "cudaEventCreate");
         }
+        if sm90() {
+            let ptx =
+                CString::new(kernels::launch_ex::PTX).unwrap_or_else(|_| die("PTX has a NUL"));
+            let mut library: *mut c_void = std::ptr::null_mut();
+            // SAFETY: as above.
+            unsafe {
+                ok(
+                    library_load(
+                        &mut library,
+                        ptx.as_ptr().cast(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        0,
+                    ),
+                    "cudaLibraryLoadData",
+                );
+                ok(
+                    get_kernel(&mut c.empty90, library, c"empty90".as_ptr()),
+                    "cudaLibraryGetKernel",
+                );
+            }
+        }
         Some(c)
     }
 
@@ -247,6 +365,8 @@ struct Setup {
     dst: DeviceBuffer<u8>,
     raw: Raw,
     cudart: Option<Cudart>,
+    /// The device's highest stream priority (for the extended figure).
+    priority: i32,
 }
 
 const COPY_BYTES: usize = 256 << 20;
@@ -263,6 +383,8 @@ enum Figure {
     EmptyLaunch,
     FourArgLaunch,
     UserLaunch,
+    ClusterLaunch,
+    ExtendedLaunch,
     EventRecord,
     LaunchSync,
     HostFn,
@@ -270,10 +392,12 @@ enum Figure {
 }
 
 impl Figure {
-    const ALL: [Figure; 7] = [
+    const ALL: [Figure; 9] = [
         Figure::EmptyLaunch,
         Figure::FourArgLaunch,
         Figure::UserLaunch,
+        Figure::ClusterLaunch,
+        Figure::ExtendedLaunch,
         Figure::EventRecord,
         Figure::LaunchSync,
         Figure::HostFn,
@@ -284,6 +408,8 @@ impl Figure {
             Figure::EmptyLaunch => "empty kernel launch, submit",
             Figure::FourArgLaunch => "4-argument kernel launch, submit",
             Figure::UserLaunch => "user kernel (build-helper wrapper), submit",
+            Figure::ClusterLaunch => "cluster launch (2-block clusters), submit",
+            Figure::ExtendedLaunch => "extended launch, 3 attributes, submit",
             Figure::EventRecord => "event record",
             Figure::LaunchSync => "launch + synchronize round trip",
             Figure::HostFn => "host function + synchronize round trip",
@@ -296,6 +422,8 @@ impl Figure {
             Figure::EmptyLaunch
             | Figure::FourArgLaunch
             | Figure::UserLaunch
+            | Figure::ClusterLaunch
+            | Figure::ExtendedLaunch
             | Figure::EventRecord => 2000,
             Figure::LaunchSync | Figure::HostFn => 200,
             Figure::CopyD2D => 5,
@@ -307,6 +435,9 @@ impl Setup {
     /// One operation of `fig` through `way`. Returns false when the way is unavailable.
     fn op(&mut self, fig: Figure, way: Way) -> bool {
         let cfg = LaunchConfig::new(1u32, 1u32);
+        if matches!(fig, Figure::ClusterLaunch) && self.raw.empty90.is_none() {
+            return false;
+        }
         match way {
             Way::Crate => {
                 let r = match fig {
@@ -317,6 +448,23 @@ impl Setup {
                     // The example user crate's wrapper, generated by cuda-runtime-build.
                     Figure::UserLaunch => {
                         user_kernels::saxpy::saxpy(&self.stream, &cfg, &mut self.uy, &self.ux, 1.0)
+                    }
+                    Figure::ClusterLaunch => kernels::launch_ex::empty90(
+                        &self.stream,
+                        &LaunchConfig::new(2u32, 1u32).with_cluster(2),
+                    ),
+                    Figure::ExtendedLaunch => {
+                        let ex: LaunchConfigEx<'_> = cfg
+                            .extended()
+                            .priority(self.priority)
+                            .mem_sync_domain(MemSyncDomain::Remote)
+                            .access_policy_window(AccessPolicyWindow::over(
+                                &self.out,
+                                1.0,
+                                AccessProperty::Normal,
+                                AccessProperty::Normal,
+                            ));
+                        kernels::params::empty(&self.stream, &ex)
                     }
                     Figure::EventRecord => self.event.record(&self.stream),
                     Figure::LaunchSync => kernels::params::empty(&self.stream, &cfg)
@@ -410,6 +558,39 @@ impl Setup {
                                 "cuLaunchKernel",
                             )
                         }
+                        Figure::ClusterLaunch | Figure::ExtendedLaunch => {
+                            let (f, grid) = match fig {
+                                Figure::ClusterLaunch => (r.empty90.unwrap_or(r.empty), 2),
+                                _ => (r.empty, 1),
+                            };
+                            let mut c = cluster_attrs();
+                            let mut e = extended_attrs(self.priority, self.out.as_raw());
+                            let (attrs, n) = match fig {
+                                Figure::ClusterLaunch => (c.as_mut_ptr(), c.len()),
+                                _ => (e.as_mut_ptr(), e.len()),
+                            };
+                            let config = sys::CUlaunchConfig {
+                                gridDimX: grid,
+                                gridDimY: 1,
+                                gridDimZ: 1,
+                                blockDimX: 1,
+                                blockDimY: 1,
+                                blockDimZ: 1,
+                                sharedMemBytes: 0,
+                                hStream: r.stream,
+                                attrs,
+                                numAttrs: n as u32,
+                            };
+                            ck(
+                                sys::cuLaunchKernelEx(
+                                    &config,
+                                    f,
+                                    std::ptr::null_mut(),
+                                    std::ptr::null_mut(),
+                                ),
+                                "cuLaunchKernelEx",
+                            )
+                        }
                         Figure::EventRecord => {
                             ck(sys::cuEventRecord(r.event, r.stream), "cuEventRecord")
                         }
@@ -480,6 +661,34 @@ impl Setup {
                         }
                         // Not loaded into libcudart: the figure compares with the driver.
                         Figure::UserLaunch => return false,
+                        Figure::ClusterLaunch | Figure::ExtendedLaunch => {
+                            let (f, grid) = match fig {
+                                Figure::ClusterLaunch => (c.empty90, 2),
+                                _ => (c.empty, 1),
+                            };
+                            let mut ca = cluster_attrs();
+                            let mut e = extended_attrs(self.priority, self.out.as_raw());
+                            let (attrs, n) = match fig {
+                                Figure::ClusterLaunch => (ca.as_mut_ptr(), ca.len()),
+                                _ => (e.as_mut_ptr(), e.len()),
+                            };
+                            let config = CudartLaunchConfig {
+                                grid: Dim3 {
+                                    x: grid,
+                                    y: 1,
+                                    z: 1,
+                                },
+                                block: ONE,
+                                dynamic_smem_bytes: 0,
+                                stream: c.stream,
+                                attrs,
+                                num_attrs: n as u32,
+                            };
+                            ok(
+                                (c.launch_ex)(&config, f, std::ptr::null_mut()),
+                                "cudaLaunchKernelExC",
+                            )
+                        }
                         Figure::EventRecord => {
                             ok((c.event_record)(c.event, c.stream), "cudaEventRecord")
                         }
@@ -542,6 +751,8 @@ impl Setup {
             Figure::EmptyLaunch
             | Figure::FourArgLaunch
             | Figure::UserLaunch
+            | Figure::ClusterLaunch
+            | Figure::ExtendedLaunch
             | Figure::EventRecord => submit,
             _ => t.elapsed(),
         })
@@ -719,6 +930,7 @@ fn main() {
             dst,
             raw: Raw::new(),
             cudart: None,
+            priority: cuda_runtime::Device::current()?.stream_priority_range()?.1,
         })
     };
     let mut setup = mk().unwrap_or_else(|e| die(&e.to_string()));
@@ -778,9 +990,9 @@ fn main() {
         "(ratios are time ratios: below 1 is faster; for the copy, below 1 means more bandwidth)"
     );
     println!(
-        "targets: launch submit (crate and user kernels) <= 1.05x driver and < libcudart; event record <= 1.05x driver;"
+        "targets: launch submit (crate and user kernels, cluster and extended) <= 1.05x driver and < libcudart;"
     );
-    println!("         launch+sync and host-function round trips <= libcudart");
+    println!("         event record <= 1.05x driver; launch+sync and host-function round trips <= libcudart");
 
     // Many threads at once, each on a stream of its own: what the context lock and the queue
     // bookkeeping cost when every thread enters the same device.

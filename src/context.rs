@@ -53,6 +53,8 @@ pub(crate) struct DeviceState {
     deferred: Mutex<Vec<DeferredError>>,
     /// Launch limits, read on first launch.
     pub(crate) launch_limits: OnceLock<crate::launch::LaunchLimits>,
+    /// The stream priority range `(least, greatest)`, read on first use.
+    priority_range: OnceLock<(i32, i32)>,
     /// Live CPU borrows of host memory owned by the context (see [`HostBorrow`]).
     host_borrows: AtomicUsize,
     /// Devices (bit per ordinal, bit 63 for 63 and above) whose streams were given peer copies
@@ -116,6 +118,7 @@ fn runtime_slow() -> Result<&'static Runtime> {
                     sticky: AtomicU32::new(0),
                     deferred: Mutex::new(Vec::new()),
                     launch_limits: OnceLock::new(),
+                    priority_range: OnceLock::new(),
                     host_borrows: AtomicUsize::new(0),
                     peer_readers: AtomicU64::new(0),
                     legacy: Mutex::new(None),
@@ -264,6 +267,21 @@ impl Active {
     #[inline]
     pub(crate) fn ctx_raw(&self) -> sys::CUcontext {
         self.guard.ctx.0
+    }
+
+    /// The device's stream priority range `(least, greatest)` (`cuCtxGetStreamPriorityRange`,
+    /// read once: it is the device's).
+    pub(crate) fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        if let Some(r) = self.dev.priority_range.get() {
+            return Ok(*r);
+        }
+        let (mut least, mut greatest) = (0i32, 0i32);
+        // SAFETY: the context is current (entered); valid out-parameters.
+        self.check(
+            unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
+            "cuCtxGetStreamPriorityRange",
+        )?;
+        Ok(*self.dev.priority_range.get_or_init(|| (least, greatest)))
     }
 
     #[inline]

@@ -9,7 +9,10 @@
 //!
 //! The modules documented here are the kernels of the crate's examples. The crate also builds
 //! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
-//! this documentation and are not part of the API (they may change in any release).
+//! this documentation and are not part of the API (they may change in any release); so is
+//! `launch_ex` (grid-stride `pdl_produce` and `pdl_consume`, correct for any shape, and
+//! `empty90`, built for `sm_90`; `pdl_consume` waits for the previous kernel in every thread
+//! before anything else, and declares it).
 //!
 //! In the wrappers, a `const T*` parameter takes any [`DeviceRead<T>`](crate::DeviceRead), a
 //! `T*` any [`DeviceWrite<T>`](crate::DeviceWrite), and each pointer's `size_t <name>_len`
@@ -66,6 +69,23 @@
 //!   grid-stride kernels (`vector_add::vadd`, `spin::write_index`, `constant_memory::poly_eval`,
 //!   `simple_streams::mix_repeat`, `l2::hot_cold`) and `params::*` are correct for any shape. (`spin::spin` spins
 //!   as long as it is told to: a huge duration keeps the GPU busy, it does not fault.)
+//! * `cluster::cluster_histogram` (built for `sm_90`: thread-block clusters and distributed
+//!   shared memory) declares `require dynamic_shared >= 4 * bins`, so every block of a cluster
+//!   has room for all the bins, whatever the cluster shape; it is correct for any grid, block
+//!   and cluster (a launch without clusters is a cluster of one block), reads `data` below
+//!   `data_len` and writes `hist` below `hist_len` only. On a device below compute capability
+//!   9.0 its wrapper fails with [`Error::ComputeCapability`](crate::Error::ComputeCapability)
+//!   before the module is loaded.
+//!
+//! # Extended launches
+//!
+//! Every wrapper also takes a [`LaunchConfigEx`](crate::LaunchConfigEx) (`cudaLaunchKernelEx`):
+//! thread-block clusters, priority, memory synchronisation domains, an access policy window, a
+//! programmatic event, cooperative launches. The attributes are checked against the device and
+//! the kernel first; programmatic stream serialization is refused (these kernels do not wait for
+//! the kernel before them, so the launch could overlap work it must follow), unless the kernel
+//! declares `// cuda-runtime: waits-for-previous-kernel`: every thread waits for the kernel
+//! before it (`cudaGridDependencySynchronize()`) before touching memory and before exiting.
 //!
 //! ```no_run
 //! use cuda_runtime::{kernels, DeviceBuffer, LaunchConfig, Stream};
@@ -232,6 +252,10 @@ mod tests {
             ("mix_repeat", &[]),
             ("cond_count_to", &[]), // unsafe
             ("cond_set", &[]),      // unsafe
+            ("cluster_histogram", &["dynamic_shared >= 4 * bins"]),
+            ("empty90", &[]),
+            ("pdl_produce", &[]),
+            ("pdl_consume", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();
@@ -262,6 +286,21 @@ mod tests {
         for (n, _) in expected {
             assert!(seen.iter().any(|s| s == n), "kernel {n} no longer exists");
         }
+        // Kernels whose every thread waits for the previous kernel before touching memory and
+        // before exiting (their wrappers accept programmatic stream serialization), audited.
+        let mut waiting = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) == Some("cu") {
+                let src = std::fs::read_to_string(&path).unwrap();
+                for k in crate::kernel_sig::parse_kernels(&src).unwrap() {
+                    if k.waits_for_previous {
+                        waiting.push(k.name);
+                    }
+                }
+            }
+        }
+        assert_eq!(waiting, ["pdl_consume"]);
     }
 
     #[test]

@@ -104,6 +104,12 @@ impl AccessPolicyWindow {
     }
 
     fn check(&self, device: Device) -> Result<()> {
+        let max = device.attribute(DeviceAttribute::MaxAccessPolicyWindowSize)?;
+        self.check_against(max.max(0) as usize)
+    }
+
+    /// Checks the hit ratio, and the size against the device's largest window (`max` bytes).
+    pub(crate) fn check_against(&self, max: usize) -> Result<()> {
         if !self.hit_ratio.is_finite() || !(0.0..=1.0).contains(&self.hit_ratio) {
             return Err(Error::InvalidValue {
                 what: "access policy window hit ratio",
@@ -111,8 +117,7 @@ impl AccessPolicyWindow {
                 reason: "it must be between 0 and 1",
             });
         }
-        let max = device.attribute(DeviceAttribute::MaxAccessPolicyWindowSize)?;
-        if self.num_bytes > max.max(0) as usize {
+        if self.num_bytes > max {
             return Err(Error::InvalidValue {
                 what: "access policy window size (bytes)",
                 value: self.num_bytes.to_string(),
@@ -122,7 +127,7 @@ impl AccessPolicyWindow {
         Ok(())
     }
 
-    fn to_sys(self) -> sys::CUstreamAttrValue {
+    pub(crate) fn to_sys(self) -> sys::CUstreamAttrValue {
         // SAFETY: all-zero is a valid value of the attribute union (its padding member).
         let mut v: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
         v.accessPolicyWindow = sys::CUaccessPolicyWindow {

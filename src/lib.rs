@@ -27,7 +27,12 @@
 //! checked by the wrapper before launching ([`kernels`]). User
 //! kernels are launched with the `unsafe` [`Function::launch`], whose arguments are typed
 //! ([`kernel_args!`]: buffers and views note their uses, scalars pass by value) and checked by
-//! count and size against the kernel's parameter list. PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
+//! count and size against the kernel's parameter list. Extended launches
+//! ([`LaunchConfigEx`], `cudaLaunchKernelEx`) take the same paths, their attributes checked
+//! against the device and the kernel first; the safe wrappers refuse programmatic stream
+//! serialization, the one attribute that lets a kernel start before the work ahead of it in the
+//! stream has finished, unless the kernel declares that every thread waits for that work first
+//! (`// cuda-runtime: waits-for-previous-kernel`). PTX text loads safely ([`Module::from_ptx`], [`Module::from_file`]); cubins
 //! and fatbins load with the `unsafe` [`Module::from_image`], since the driver follows offsets
 //! inside them that cannot all be checked (their headers are). Host functions take
 //! `FnOnce() + Send + 'static` closures whose panics are caught. `Drop` never panics; errors met
@@ -139,11 +144,14 @@ pub mod library;
 pub mod module;
 pub mod symbol;
 
-pub use launch::{Dim3, LaunchConfig};
+pub use launch::{
+    ClusterSchedulingPolicy, Dim3, LaunchAttributes, LaunchConfig, LaunchConfigEx, MemSyncDomain,
+    MemSyncDomainMap, ProgrammaticEvent,
+};
 pub use library::{Kernel, Library};
 pub use module::{
     classify_image, EmbeddedKernel, EmbeddedModule, Function, FunctionAttributes, ImageKind,
-    KernelArg, Module, ParamInfo,
+    KernelArg, Module, OccupancyFlags, ParamInfo,
 };
 pub use symbol::Symbol;
 

@@ -23,10 +23,10 @@ use crate::context::{self, Active};
 use crate::demangle::{demangle, squeeze};
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
-use crate::launch::{self, LaunchConfig};
+use crate::launch::{self, Launch};
 use crate::module::{
-    check_args, classify_image, io_reason, load_library, ptx_c_string, submit_launch, Function,
-    ImageKind, KernelArg, ParamInfo,
+    check_args, classify_image, io_reason, load_library, prepare_extended, ptx_c_string,
+    submit_launch, Function, ImageKind, KernelArg, ParamInfo,
 };
 use crate::stream::Stream;
 use crate::symbol::Symbol;
@@ -494,7 +494,8 @@ impl Kernel {
     }
 
     /// Launches the kernel on `stream`, of any device (`cudaLaunchKernel` with a
-    /// `cudaKernel_t`): the library is loaded into the stream's context on first use there.
+    /// `cudaKernel_t`; `cudaLaunchKernelEx` with a [`LaunchConfigEx`](crate::LaunchConfigEx),
+    /// whose attributes are checked as [`Function::launch`] checks them): the library is loaded into the stream's context on first use there.
     /// Does not block the host.
     ///
     /// The argument count and sizes are checked against the kernel's parameter list, and the
@@ -506,24 +507,40 @@ impl Kernel {
     ///
     /// # Safety
     /// As [`Function::launch`]: the arguments must have the types the kernel's parameters have,
-    /// the memory it reaches must stay valid and within bounds for its run, and memory passed
-    /// as a read must not be written.
+    /// the memory it reaches must stay valid and within bounds for its run, memory passed as a
+    /// read must not be written, and with programmatic stream serialization every thread waits
+    /// for the kernel before it first.
     #[doc(alias = "cudaLaunchKernel")]
-    pub unsafe fn launch(
+    #[doc(alias = "cudaLaunchKernelEx")]
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
+        let (config, attrs) = (config.config(), config.attributes());
         record((|| {
             check_args(&self.inner.name, &self.inner.params, args)?;
-            let call = "cudaLaunchKernel";
+            let call = if attrs.is_some() {
+                "cudaLaunchKernelEx"
+            } else {
+                "cudaLaunchKernel"
+            };
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes checked
-            // above; `f` belongs to the lane's context.
-            unsafe { submit_launch(&lane, f, call, config, args, false) }
+            match attrs {
+                // SAFETY: the caller's promise (1-4 of `Function::launch`); count and sizes
+                // checked above; `f` belongs to the lane's context.
+                None => unsafe { submit_launch(&lane, f, call, config, None, args, false) },
+                Some(at) => {
+                    let event = prepare_extended(&lane.a, f, config, at, false)?;
+                    let ex = Some((at, event.as_ref().map(|e| e.1)));
+                    // SAFETY: as above; the attributes were validated and the event's context
+                    // is pinned.
+                    unsafe { submit_launch(&lane, f, call, config, ex, args, false) }
+                }
+            }
         })())
     }
 }

@@ -13,7 +13,10 @@ use crate::context::{self, Active};
 use crate::device::CacheConfig;
 use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
-use crate::launch::{self, LaunchConfig};
+use crate::launch::{
+    self, ClusterSchedulingPolicy, Dim3, FuncCluster, Launch, LaunchAttributes, LaunchConfig,
+    LaunchConfigEx,
+};
 use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
     PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
@@ -338,18 +341,28 @@ pub fn classify_image(image: &[u8]) -> Result<ImageKind> {
 pub struct EmbeddedModule {
     name: &'static str,
     ptx: &'static str,
+    /// The compute capability the PTX targets, `major * 10 + minor` (75 for `compute_75`).
+    arch: u32,
     loaded: Mutex<Vec<(i32, u64, Raw<sys::CUmod_st>)>>,
 }
 
 impl EmbeddedModule {
-    /// A module of the crate's kernels (used by the generated code).
+    /// A module of the crate's kernels whose PTX targets `compute_<arch>` (used by the
+    /// generated code).
     #[doc(hidden)]
-    pub const fn new(name: &'static str, ptx: &'static str) -> EmbeddedModule {
+    pub const fn new(name: &'static str, ptx: &'static str, arch: u32) -> EmbeddedModule {
         EmbeddedModule {
             name,
             ptx,
+            arch,
             loaded: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The compute capability the module needs, `major * 10 + minor` (its PTX's target: 75
+    /// unless its source names a newer one with `// cuda-runtime: arch = sm_NN`).
+    pub fn arch(&self) -> u32 {
+        self.arch
     }
 
     /// The module's name (its source file's stem).
@@ -372,6 +385,13 @@ impl EmbeddedModule {
         {
             return Ok(m.0);
         }
+        let limits = a.dev.launch_limits()?;
+        check_arch(
+            self.name,
+            self.arch,
+            a.dev.ordinal,
+            limits.compute_capability,
+        )?;
         let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
         // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
         let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
@@ -392,6 +412,21 @@ impl EmbeddedModule {
     }
 }
 
+/// Refuses to load a module built for a newer architecture than the device's (the driver
+/// would fail to JIT the PTX, with a less helpful error).
+fn check_arch(name: &str, arch: u32, device: i32, found: u32) -> Result<()> {
+    if found < arch {
+        return Err(Error::ComputeCapability {
+            code: ErrorCode::NoKernelImageForDevice,
+            what: format!("kernel module {name} (built for sm_{arch})"),
+            needs: arch,
+            device,
+            found,
+        });
+    }
+    Ok(())
+}
+
 const CACHED_DEVICES: usize = 16;
 
 struct Slot {
@@ -405,6 +440,8 @@ pub struct EmbeddedKernel {
     module: &'static EmbeddedModule,
     name: &'static str,
     param_sizes: &'static [usize],
+    /// Declared `// cuda-runtime: waits-for-previous-kernel` (see `launch`).
+    waits_for_previous: bool,
     cache: [Slot; CACHED_DEVICES],
 }
 
@@ -415,11 +452,13 @@ impl EmbeddedKernel {
         module: &'static EmbeddedModule,
         name: &'static str,
         param_sizes: &'static [usize],
+        waits_for_previous: bool,
     ) -> EmbeddedKernel {
         EmbeddedKernel {
             module,
             name,
             param_sizes,
+            waits_for_previous,
             cache: [const {
                 Slot {
                     generation: AtomicU64::new(0),
@@ -471,8 +510,11 @@ impl EmbeddedKernel {
         })())
     }
 
-    /// Launches the kernel with raw parameters (used by the generated wrappers). The memory in
-    /// `uses` is checked and its use noted through the crate's one enqueue path.
+    /// Launches the kernel with raw parameters (used by the generated wrappers), with
+    /// `cuLaunchKernel`, or `cuLaunchKernelEx` for a [`LaunchConfigEx`](crate::LaunchConfigEx)
+    /// (its attributes checked first; programmatic stream serialization refused unless the
+    /// kernel declares `// cuda-runtime: waits-for-previous-kernel`). The memory in `uses` is
+    /// checked and its use noted through the crate's one enqueue path.
     ///
     /// # Safety
     /// 1. `params` has one pointer per kernel parameter, each to a value of that parameter's
@@ -482,25 +524,194 @@ impl EmbeddedKernel {
     ///    respects.
     #[doc(hidden)]
     #[inline]
-    pub unsafe fn launch(
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         uses: &[Use<'_>],
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        let (config, attrs) = (config.config(), config.attributes());
         record((|| {
-            let lane = stream.lane_for_submit("cudaLaunchKernel")?;
+            let call = if attrs.is_some() {
+                "cudaLaunchKernelEx"
+            } else {
+                "cudaLaunchKernel"
+            };
+            let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            lane.submit("kernel launch", uses, |a, raw| {
-                // SAFETY: the caller guarantees the parameters (1, 2); the configuration was
-                // validated; the stream is live in the current context; the memory in `uses`
-                // was checked by `submit`.
-                unsafe { raw_launch(a, f, raw, config, params, false) }
-            })
+            match attrs {
+                None => lane.submit("kernel launch", uses, |a, raw| {
+                    // SAFETY: the caller guarantees the parameters (1, 2); the configuration
+                    // was validated; the stream is live in the current context; the memory in
+                    // `uses` was checked by `submit`.
+                    unsafe { raw_launch(a, f, raw, config, params, false) }
+                }),
+                Some(at) => {
+                    let refuse = !self.waits_for_previous;
+                    let event = prepare_extended(&lane.a, f, config, at, refuse)?;
+                    let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
+                    lane.submit("kernel launch", uses, |a, raw| {
+                        // SAFETY: as above; the attributes were validated against the device
+                        // and the kernel, and the programmatic event's context is pinned.
+                        unsafe { raw_launch_ex(a, f, raw, config, &mut raw_attrs, params) }
+                    })
+                }
+            }
         })())
     }
+}
+
+/// Checks the attributes of an extended launch of `f` in `a`'s context (see
+/// [`launch::validate_attributes`]; cooperative launches against occupancy). Returns the
+/// programmatic event's raw handle with its context pinned, when there is one.
+pub(crate) fn prepare_extended(
+    a: &Active,
+    f: sys::CUfunction,
+    c: &LaunchConfig,
+    at: &LaunchAttributes<'_>,
+    refuse_serialization: bool,
+) -> Result<Option<(context::Pinned, sys::CUevent)>> {
+    let limits = a.dev.launch_limits()?;
+    // A device without clusters is refused by the validation, before the kernel is asked.
+    let func = match at.cluster_dim {
+        Some(c) if limits.cluster_launch => {
+            func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE)?
+        }
+        _ => FuncCluster::default(),
+    };
+    let priorities = match at.priority {
+        Some(_) => Some(a.stream_priority_range()?),
+        None => None,
+    };
+    launch::validate_attributes(
+        c,
+        at,
+        &limits,
+        a.dev.ordinal,
+        &func,
+        priorities,
+        refuse_serialization,
+    )?;
+    if at.cooperative {
+        check_cooperative(a, f, c)?;
+    }
+    match at.programmatic_event {
+        Some(pe) => {
+            let (pin, raw) = pe.event.pinned_raw()?;
+            Ok(Some((pin, raw)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// One attribute of a function (`cuFuncGetAttribute`).
+fn func_attr(a: &Active, f: sys::CUfunction, attr: sys::CUfunction_attribute) -> Result<i32> {
+    let mut v = 0i32;
+    // SAFETY: a live function of the current context; valid out-parameter.
+    a.check(
+        unsafe { sys::cuFuncGetAttribute(&mut v, attr, f) },
+        "cuFuncGetAttribute",
+    )?;
+    Ok(v)
+}
+
+/// What a function says about clusters: its required dimensions and, when `non_portable`,
+/// whether it may run in non-portable cluster sizes (read as `false` otherwise). One driver
+/// call when no dimensions are required: they are all zero or all positive.
+fn func_cluster(a: &Active, f: sys::CUfunction, non_portable: bool) -> Result<FuncCluster> {
+    use sys::CUfunction_attribute::*;
+    let dim = |attr| func_attr(a, f, attr).map(|v| v.max(0) as u32);
+    let width = dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?;
+    let required = if width == 0 {
+        [0; 3]
+    } else {
+        [
+            width,
+            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
+            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
+        ]
+    };
+    Ok(FuncCluster {
+        required,
+        non_portable: non_portable
+            && func_attr(a, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)? != 0,
+    })
+}
+
+/// Blocks of `block_size` threads with `smem` bytes of dynamic shared memory that fit on one
+/// multiprocessor (`cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`).
+fn occupancy(
+    a: &Active,
+    f: sys::CUfunction,
+    block_size: u32,
+    smem: usize,
+    flags: u32,
+) -> Result<u32> {
+    let mut n = 0i32;
+    // SAFETY: a live function of the current context; valid out-parameter.
+    a.check(
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                &mut n,
+                f,
+                block_size as i32,
+                smem,
+                flags,
+            )
+        },
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    )?;
+    Ok(n.max(0) as u32)
+}
+
+/// Refuses a cooperative launch with more blocks than fit on the device at once.
+fn check_cooperative(a: &Active, f: sys::CUfunction, c: &LaunchConfig) -> Result<()> {
+    let per_sm = occupancy(
+        a,
+        f,
+        c.block.volume() as u32,
+        c.shared_mem_bytes as usize,
+        0,
+    )?;
+    let sms = a
+        .dev
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let max = per_sm as u64 * sms as u64;
+    if c.grid.volume() > max {
+        return Err(Error::CooperativeLaunchTooLarge {
+            blocks: c.grid.volume(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// `cuLaunchKernelEx`.
+///
+/// # Safety
+/// As [`raw_launch`]; `attrs` were validated, and the handles among them are live.
+#[inline]
+unsafe fn raw_launch_ex(
+    a: &Active,
+    f: sys::CUfunction,
+    stream: sys::CUstream,
+    c: &LaunchConfig,
+    attrs: &mut launch::RawAttrs,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    let p = if params.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        params.as_mut_ptr()
+    };
+    let cfg = launch::raw_config(c, stream, attrs);
+    // SAFETY: forwarded from the caller; `cfg` points into `attrs`, which outlives the call.
+    a.check(
+        unsafe { sys::cuLaunchKernelEx(&cfg, f, p, std::ptr::null_mut()) },
+        "cuLaunchKernelEx",
+    )
 }
 
 /// `cuLaunchKernel` / `cuLaunchCooperativeKernel`.
@@ -846,6 +1057,30 @@ pub struct FunctionAttributes {
     pub max_dynamic_shared_size_bytes: i32,
     /// Preferred shared-memory carveout, percent, or -1 for none (`preferredShmemCarveout`).
     pub preferred_shmem_carveout: i32,
+    /// Whether the kernel must be launched with cluster dimensions (`clusterDimMustBeSet`).
+    pub cluster_dim_must_be_set: bool,
+    /// The cluster dimensions the kernel requires, set at compile time (`__cluster_dims__`) or
+    /// with [`Function::set_required_cluster_dims`] (`requiredClusterWidth`, `...Height`,
+    /// `...Depth`); `None` when it requires none.
+    pub required_cluster_dim: Option<Dim3>,
+    /// Whether the kernel may run in clusters of more than 8 blocks
+    /// (`nonPortableClusterSizeAllowed`).
+    pub non_portable_cluster_size_allowed: bool,
+    /// The kernel's preferred cluster scheduling policy
+    /// (`clusterSchedulingPolicyPreference`).
+    pub cluster_scheduling_policy_preference: ClusterSchedulingPolicy,
+}
+
+bitflags::bitflags! {
+    /// Flags of the occupancy calculator (`cudaOccupancyDefault`,
+    /// `cudaOccupancyDisableCachingOverride`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct OccupancyFlags: u32 {
+        /// Assume the global caching the kernel asks for is not overridden by the device's
+        /// configuration, where the device would otherwise turn it off to fit more blocks
+        /// (`cudaOccupancyDisableCachingOverride`).
+        const DISABLE_CACHING_OVERRIDE = 1;
+    }
 }
 
 /// One parameter of a kernel, as `cuFuncGetParamInfo` reports it.
@@ -1263,7 +1498,7 @@ impl Function {
         use sys::CUfunction_attribute::*;
         record((|| {
             let a = self.enter()?;
-            Ok(FunctionAttributes {
+            let mut at = FunctionAttributes {
                 shared_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)? as usize,
                 const_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)? as usize,
                 local_size_bytes: self.attr(&a, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)? as usize,
@@ -1276,7 +1511,21 @@ impl Function {
                     .attr(&a, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
                 preferred_shmem_carveout: self
                     .attr(&a, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)?,
-            })
+                ..FunctionAttributes::default()
+            };
+            // Devices without clusters report none (the defaults).
+            if a.dev.launch_limits()?.cluster_launch {
+                let c = func_cluster(&a, self.raw.0, true)?;
+                at.cluster_dim_must_be_set =
+                    self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)? != 0;
+                at.required_cluster_dim = (c.required != [0; 3])
+                    .then(|| Dim3::new(c.required[0], c.required[1], c.required[2]));
+                at.non_portable_cluster_size_allowed = c.non_portable;
+                at.cluster_scheduling_policy_preference = ClusterSchedulingPolicy::from_number(
+                    self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)?,
+                );
+            }
+            Ok(at)
         })())
     }
 
@@ -1356,21 +1605,195 @@ impl Function {
     }
 
     fn occupancy(&self, a: &Active, block_size: u32, dynamic_smem: usize) -> Result<u32> {
-        let mut n = 0i32;
-        // SAFETY: live function; valid out-parameter; flags 0 (default).
-        a.check(
-            unsafe {
-                sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                    &mut n,
-                    self.raw.0,
-                    block_size as i32,
-                    dynamic_smem,
-                    0,
-                )
-            },
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        )?;
-        Ok(n.max(0) as u32)
+        occupancy(a, self.raw.0, block_size, dynamic_smem, 0)
+    }
+
+    /// As [`max_active_blocks_per_multiprocessor`](Self::max_active_blocks_per_multiprocessor),
+    /// with occupancy calculator flags
+    /// (`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`).
+    #[doc(alias = "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags")]
+    pub fn max_active_blocks_per_multiprocessor_with_flags(
+        &self,
+        block_size: u32,
+        dynamic_smem: usize,
+        flags: OccupancyFlags,
+    ) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            occupancy(&a, self.raw.0, block_size, dynamic_smem, flags.bits())
+        })())
+    }
+
+    /// Requires the kernel to be launched in clusters of exactly `dims` blocks, or lifts the
+    /// requirement with `None` (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeRequiredClusterWidth`, `...Height`, `...Depth`). A kernel whose
+    /// cluster dimensions were set at compile time (`__cluster_dims__`) refuses this
+    /// (`cudaErrorNotPermitted` from the driver).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a zero dimension in `Some(dims)`.
+    #[doc(alias = "cudaFuncAttributeRequiredClusterWidth")]
+    pub fn set_required_cluster_dims(&self, dims: Option<Dim3>) -> Result<()> {
+        use sys::CUfunction_attribute::*;
+        record((|| {
+            let d = match dims {
+                None => [0; 3],
+                Some(d) => {
+                    let d = [d.x, d.y, d.z];
+                    if d.contains(&0) || d.iter().any(|&v| v > i32::MAX as u32) {
+                        return Err(Error::InvalidValue {
+                            what: "required cluster dimensions",
+                            value: format!("({}, {}, {})", d[0], d[1], d[2]),
+                            reason: "every dimension must be 1 or more (None for no requirement)",
+                        });
+                    }
+                    d
+                }
+            };
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, d[0] as i32)?;
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, d[1] as i32)?;
+            self.set_attr(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, d[2] as i32)
+        })())
+    }
+
+    /// Allows (or forbids) clusters of more than 8 blocks for this kernel, up to what the
+    /// device supports (16 on the H100) (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeNonPortableClusterSizeAllowed`).
+    #[doc(alias = "cudaFuncAttributeNonPortableClusterSizeAllowed")]
+    pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        record(self.set_attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            allowed as i32,
+        ))
+    }
+
+    /// Sets the kernel's preferred cluster scheduling policy (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeClusterSchedulingPolicyPreference`); a launch attribute
+    /// ([`LaunchAttributes::cluster_scheduling_policy`]) overrides it.
+    #[doc(alias = "cudaFuncAttributeClusterSchedulingPolicyPreference")]
+    pub fn set_cluster_scheduling_policy_preference(
+        &self,
+        policy: ClusterSchedulingPolicy,
+    ) -> Result<()> {
+        record(self.set_attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+            policy.to_sys() as i32,
+        ))
+    }
+
+    /// Checks a cluster occupancy query: a device with clusters, and cluster dimensions the
+    /// kernel can take (given in `config`, or required by the kernel). The grid is not checked.
+    fn cluster_query(&self, a: &Active, config: &LaunchConfigEx<'_>) -> Result<Dim3> {
+        let limits = a.dev.launch_limits()?;
+        if !limits.cluster_launch || limits.compute_capability < 90 {
+            return Err(Error::ComputeCapability {
+                code: ErrorCode::NotSupported,
+                what: "cudaOccupancyMaxActiveClusters".to_string(),
+                needs: 90,
+                device: a.dev.ordinal,
+                found: limits.compute_capability,
+            });
+        }
+        let func = func_cluster(a, self.raw.0, true)?;
+        let cluster = match config.attributes.cluster_dim {
+            Some(c) => c,
+            None if func.required != [0; 3] => {
+                Dim3::new(func.required[0], func.required[1], func.required[2])
+            }
+            None => {
+                return Err(Error::LaunchAttribute {
+                    code: ErrorCode::InvalidClusterSize,
+                    attribute: "cluster dimensions",
+                    detail: format!(
+                        "kernel {} requires no cluster size, so the configuration must give one",
+                        self.name
+                    ),
+                })
+            }
+        };
+        // Any grid the cluster divides: occupancy does not depend on the grid.
+        let shape = LaunchConfig {
+            grid: cluster,
+            ..config.config
+        };
+        let mut at = config.attributes;
+        at.cluster_dim = Some(cluster);
+        launch::validate(&shape, &limits)?;
+        launch::validate_attributes(&shape, &at, &limits, a.dev.ordinal, &func, None, false)?;
+        Ok(cluster)
+    }
+
+    /// The most clusters of the configuration's size (its cluster dimensions, or the kernel's
+    /// required ones), with its block size and dynamic shared memory, that can run on the device
+    /// at once (`cudaOccupancyMaxActiveClusters`). Needs compute capability 9.0.
+    ///
+    /// # Errors
+    /// [`Error::ComputeCapability`] on an older device; [`Error::LaunchAttribute`] for cluster
+    /// dimensions the kernel cannot take, or none at all; the driver's errors.
+    #[doc(alias = "cudaOccupancyMaxActiveClusters")]
+    pub fn max_active_clusters(&self, config: &LaunchConfigEx<'_>) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            let cluster = self.cluster_query(&a, config)?;
+            let shape = LaunchConfig {
+                grid: cluster,
+                ..config.config
+            };
+            let only_cluster = LaunchAttributes {
+                cluster_dim: Some(cluster),
+                cluster_scheduling_policy: config.attributes.cluster_scheduling_policy,
+                ..LaunchAttributes::default()
+            };
+            let mut raw_attrs = launch::raw_attributes(&only_cluster, None);
+            let cfg = launch::raw_config(&shape, std::ptr::null_mut(), &mut raw_attrs);
+            let mut n = 0i32;
+            // SAFETY: a live function of the current context; `cfg` points into `raw_attrs`,
+            // alive for the call; valid out-parameter.
+            a.check(
+                unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, self.raw.0, &cfg) },
+                "cuOccupancyMaxActiveClusters",
+            )?;
+            Ok(n.max(0) as u32)
+        })())
+    }
+
+    /// The largest cluster size, in blocks, that the kernel can run with the configuration's
+    /// block size and dynamic shared memory on this device
+    /// (`cudaOccupancyMaxPotentialClusterSize`); above 8 only if the kernel allows non-portable
+    /// sizes. Needs compute capability 9.0.
+    ///
+    /// # Errors
+    /// [`Error::ComputeCapability`] on an older device; the driver's errors.
+    #[doc(alias = "cudaOccupancyMaxPotentialClusterSize")]
+    pub fn max_potential_cluster_size(&self, config: &LaunchConfig) -> Result<u32> {
+        record((|| {
+            let a = self.enter()?;
+            let limits = a.dev.launch_limits()?;
+            if !limits.cluster_launch || limits.compute_capability < 90 {
+                return Err(Error::ComputeCapability {
+                    code: ErrorCode::NotSupported,
+                    what: "cudaOccupancyMaxPotentialClusterSize".to_string(),
+                    needs: 90,
+                    device: a.dev.ordinal,
+                    found: limits.compute_capability,
+                });
+            }
+            let shape = LaunchConfig {
+                grid: Dim3::new(1, 1, 1),
+                ..*config
+            };
+            launch::validate(&shape, &limits)?;
+            let mut none = launch::raw_attributes(&LaunchAttributes::default(), None);
+            let cfg = launch::raw_config(&shape, std::ptr::null_mut(), &mut none);
+            let mut n = 0i32;
+            // SAFETY: a live function of the current context; `cfg` has no attributes;
+            // valid out-parameter.
+            a.check(
+                unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, self.raw.0, &cfg) },
+                "cuOccupancyMaxPotentialClusterSize",
+            )?;
+            Ok(n.max(0) as u32)
+        })())
     }
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
@@ -1384,6 +1807,24 @@ impl Function {
         &self,
         dynamic_smem: impl Fn(u32) -> usize,
         block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        self.max_potential_block_size_with_flags(
+            dynamic_smem,
+            block_size_limit,
+            OccupancyFlags::empty(),
+        )
+    }
+
+    /// As [`max_potential_block_size`](Self::max_potential_block_size), with occupancy
+    /// calculator flags (`cudaOccupancyMaxPotentialBlockSizeWithFlags`,
+    /// `cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags`).
+    #[doc(alias = "cudaOccupancyMaxPotentialBlockSizeWithFlags")]
+    #[doc(alias = "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags")]
+    pub fn max_potential_block_size_with_flags(
+        &self,
+        dynamic_smem: impl Fn(u32) -> usize,
+        block_size_limit: u32,
+        flags: OccupancyFlags,
     ) -> Result<(u32, u32)> {
         record((|| {
             let a = self.enter()?;
@@ -1400,8 +1841,9 @@ impl Function {
             if block_size_limit > 0 {
                 limit = limit.min(block_size_limit);
             }
-            let (best_blocks, best_size) =
-                best_block_size(limit, warp, |b| self.occupancy(&a, b, dynamic_smem(b)))?;
+            let (best_blocks, best_size) = best_block_size(limit, warp, |b| {
+                occupancy(&a, self.raw.0, b, dynamic_smem(b), flags.bits())
+            })?;
             Ok((best_blocks * sms, best_size))
         })())
     }
@@ -1447,11 +1889,14 @@ impl Function {
         &self,
         stream: &Stream,
         config: &LaunchConfig,
+        attrs: Option<&LaunchAttributes<'_>>,
         args: &[KernelArg<'_>],
         cooperative: bool,
     ) -> Result<()> {
         check_args(&self.name, &self.params, args)?;
-        let call = if cooperative {
+        let call = if attrs.is_some() {
+            "cudaLaunchKernelEx"
+        } else if cooperative {
             "cudaLaunchCooperativeKernel"
         } else {
             "cudaLaunchKernel"
@@ -1468,33 +1913,33 @@ impl Function {
             });
         }
         launch::validate(config, &a.dev.launch_limits()?)?;
-        if cooperative {
-            self.check_cooperative(a, config)?;
+        match attrs {
+            None => {
+                if cooperative {
+                    check_cooperative(a, self.raw.0, config)?;
+                }
+                // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
+                unsafe { submit_launch(&lane, self.raw.0, call, config, None, args, cooperative) }
+            }
+            Some(at) => {
+                let mut at = *at;
+                at.cooperative |= cooperative;
+                let event = prepare_extended(a, self.raw.0, config, &at, false)?;
+                let ex = Some((&at, event.as_ref().map(|e| e.1)));
+                // SAFETY: the caller's promise (see `launch`); the arguments were checked above;
+                // the attributes were validated and the event's context is pinned.
+                unsafe { submit_launch(&lane, self.raw.0, call, config, ex, args, false) }
+            }
         }
-        // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
-        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative) }
     }
 
-    fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
-        let per_sm = self.occupancy(a, c.block.volume() as u32, c.shared_mem_bytes as usize)?;
-        let sms = a
-            .dev
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let max = per_sm as u64 * sms as u64;
-        if c.grid.volume() > max {
-            return Err(Error::CooperativeLaunchTooLarge {
-                blocks: c.grid.volume(),
-                max,
-            });
-        }
-        Ok(())
-    }
-
-    /// Launches the kernel on `stream` (`cudaLaunchKernel`). Does not block the host.
+    /// Launches the kernel on `stream` (`cudaLaunchKernel`; `cudaLaunchKernelEx` when `config`
+    /// is a [`LaunchConfigEx`]). Does not block the host.
     ///
     /// The argument count and each argument's size are checked against the kernel's parameter
-    /// list first, and the configuration against the device's limits; a mismatch is an error,
-    /// not a launch.
+    /// list first, the configuration against the device's limits, and launch attributes against
+    /// the device and the kernel ([`Error::LaunchAttribute`], [`Error::ComputeCapability`]); a
+    /// mismatch is an error, not a launch.
     ///
     /// # Safety
     /// The crate cannot know what the kernel does with its arguments:
@@ -1506,7 +1951,12 @@ impl Function {
     ///    kept so by the crate (its use is noted: its drop, CPU views and other streams wait for
     ///    the kernel); an address passed as a plain integer is the caller's to keep alive (e.g.
     ///    synchronise `stream` before dropping that buffer);
-    /// 3. memory passed as `&buf` (a read) must not be written by the kernel.
+    /// 3. memory passed as `&buf` (a read) must not be written by the kernel;
+    /// 4. with [`programmatic_stream_serialization`](LaunchAttributes::programmatic_stream_serialization),
+    ///    every thread of the kernel must wait for the kernel before it
+    ///    (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`) before it touches
+    ///    memory that earlier work in the stream uses, and before it exits: the crate orders
+    ///    the uses of memory by stream order, which the attribute relaxes for the kernel's start.
     ///
     /// ```no_run
     /// # use cuda_runtime::{kernel_args, DeviceBuffer, LaunchConfig, Module, Stream};
@@ -1523,13 +1973,14 @@ impl Function {
     /// # }
     /// ```
     #[doc(alias = "cudaLaunchKernel")]
-    pub unsafe fn launch(
+    #[doc(alias = "cudaLaunchKernelEx")]
+    pub unsafe fn launch<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        record(self.launch_inner(stream, config, args, false))
+        record(self.launch_inner(stream, config.config(), config.attributes(), args, false))
     }
 
     /// Launches the kernel cooperatively (`cudaLaunchCooperativeKernel`): all blocks are
@@ -1542,13 +1993,13 @@ impl Function {
     /// # Safety
     /// As [`launch`](Self::launch).
     #[doc(alias = "cudaLaunchCooperativeKernel")]
-    pub unsafe fn launch_cooperative(
+    pub unsafe fn launch_cooperative<L: Launch + ?Sized>(
         &self,
         stream: &Stream,
-        config: &LaunchConfig,
+        config: &L,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        record(self.launch_inner(stream, config, args, true))
+        record(self.launch_inner(stream, config.config(), config.attributes(), args, true))
     }
 }
 
@@ -1589,6 +2040,7 @@ pub(crate) unsafe fn submit_launch(
     f: sys::CUfunction,
     call: &'static str,
     config: &LaunchConfig,
+    extended: Option<(&LaunchAttributes<'_>, Option<sys::CUevent>)>,
     args: &[KernelArg<'_>],
     cooperative: bool,
 ) -> Result<()> {
@@ -1611,11 +2063,21 @@ pub(crate) unsafe fn submit_launch(
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
         .collect();
-    lane.submit(call, &uses, |a, raw| {
-        // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the stream
-        // is live in the current context, which `f` belongs to.
-        unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
-    })
+    match extended {
+        None => lane.submit(call, &uses, |a, raw| {
+            // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the
+            // stream is live in the current context, which `f` belongs to.
+            unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
+        }),
+        Some((at, event)) => {
+            let mut attrs = launch::raw_attributes(at, event);
+            lane.submit(call, &uses, |a, raw| {
+                // SAFETY: as above; the attributes were validated by the caller, and the
+                // event's context is pinned by it.
+                unsafe { raw_launch_ex(a, f, raw, config, &mut attrs, ptrs) }
+            })
+        }
+    }
 }
 
 /// The block size (a multiple of `warp`, at most `limit`) maximising resident threads per
@@ -1680,6 +2142,25 @@ mod tests {
         match r {
             Err(Error::InvalidModuleImage { kind: k, at: a, .. }) if k == kind && a == at => {}
             other => panic!("expected a refusal of a {kind:?} at {at:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn modules_for_newer_architectures_are_refused_before_loading() {
+        check_arch("cluster", 90, 0, 90).unwrap();
+        check_arch("cluster", 90, 1, 100).unwrap();
+        check_arch("vector_add", 75, 0, 75).unwrap();
+        for found in [75, 80, 86, 89] {
+            let e = check_arch("cluster", 90, 2, found).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "kernel module cluster (built for sm_90) needs compute capability 9.0 or newer, but device 2 has {}.{}",
+                    found / 10,
+                    found % 10
+                )
+            );
         }
     }
 

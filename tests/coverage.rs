@@ -65,6 +65,8 @@ fn runtime_functions_with_a_readme_row() {
         "cudaProfilerStop",
         "cudaOccupancyMaxPotentialBlockSize",
         "cudaOccupancyMaxPotentialBlockSizeVariableSMem",
+        "cudaOccupancyMaxPotentialBlockSizeWithFlags",
+        "cudaLaunchKernelEx",
         "cudaStreamLegacy",
         "cudaStreamPerThread",
         "cudaArrayLayered",

@@ -14,6 +14,15 @@
 //!   parameter of the kernel (a pointer's `*_len` companion included, which the wrapper fills
 //!   from the buffer). Example: `require dynamic_shared >= 4 * n`.
 //!
+//! * `waits-for-previous-kernel`: every thread of the kernel waits for the kernel before it in
+//!   the stream (`cudaGridDependencySynchronize()`) before it touches memory and before it exits,
+//!   so its wrapper accepts programmatic stream serialization (programmatic dependent launch);
+//! * `arch = sm_NN`: the kernel needs compute capability `N.N` (e.g. `sm_90` for thread-block
+//!   clusters). A file is compiled for the newest architecture any of its directives names
+//!   ([`file_arch`]; `compute_75` when none), so every kernel of that file needs it: keep such
+//!   kernels in a file of their own. On an older device, the generated wrappers fail with a
+//!   clear error before the module is loaded.
+//!
 //! The generated wrapper checks every precondition ([`Rule::holds`], in exact 128-bit
 //! arithmetic) before it borrows a buffer or launches, and refuses the launch with an error
 //! naming the precondition and the values it was checked with. The evaluator lives here, beside
@@ -129,6 +138,10 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// Marked `// cuda-runtime: unsafe`: its wrapper is an `unsafe fn` taking raw addresses.
     pub is_unsafe: bool,
+    /// Marked `// cuda-runtime: waits-for-previous-kernel`: every thread waits for the kernel
+    /// before it (`cudaGridDependencySynchronize`) before touching memory and before exiting,
+    /// so its wrapper accepts programmatic stream serialization.
+    pub waits_for_previous: bool,
     /// Its launch preconditions (`// cuda-runtime: block = ...` and `require ...`), in source
     /// order.
     pub preconditions: Vec<Rule>,
@@ -137,6 +150,8 @@ pub struct Kernel {
     /// What texture and surface parameters must be (`// cuda-runtime: texture t 2d,pitch2d
     /// float`, `surface s 2d 4`): the wrapper checks the object it is given.
     pub objects: Vec<ObjectExpect>,
+    /// The architecture it declares it needs (`// cuda-runtime: arch = sm_90` gives 90).
+    pub arch: Option<u32>,
     /// The comment lines right above the declaration.
     pub doc: Vec<String>,
     /// The declaration as written, on one line.
@@ -370,12 +385,20 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         doc.reverse();
         directives.reverse();
         let mut is_unsafe = false;
+        let mut waits_for_previous = false;
         let mut preconditions = Vec::new();
         let mut precondition_args = Vec::new();
         let mut objects = Vec::new();
+        let mut arch = None;
         for d in directives {
             if d == "unsafe" {
                 is_unsafe = true;
+            } else if d == WAITS_FOR_PREVIOUS {
+                waits_for_previous = true;
+            } else if is_arch_directive(d) {
+                let a =
+                    parse_arch(d).map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
+                arch = arch.max(Some(a));
             } else if d.starts_with("texture ") || d.starts_with("surface ") {
                 let e = parse_object_directive(d, &params)
                     .map_err(|e| format!("kernel {name}: `{DIRECTIVE} {d}`: {e}"))?;
@@ -394,14 +417,69 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
             name: name.to_string(),
             params,
             is_unsafe,
+            waits_for_previous,
             preconditions,
             precondition_args,
             objects,
+            arch,
             doc,
             signature,
         });
     }
     Ok(kernels)
+}
+
+/// The directive of a kernel whose every thread waits for the previous kernel in the stream
+/// (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`) before it touches memory and
+/// before it exits: its wrapper accepts programmatic stream serialization.
+pub const WAITS_FOR_PREVIOUS: &str = "waits-for-previous-kernel";
+
+/// The architecture every CUDA version this crate supports can target: PTX for `compute_75`.
+pub const BASE_ARCH: u32 = 75;
+
+fn is_arch_directive(d: &str) -> bool {
+    d == "arch" || d.starts_with("arch ") || d.starts_with("arch=")
+}
+
+/// Parses an `arch = sm_NN` directive (the text after `cuda-runtime:`) into `NN`, at least
+/// [`BASE_ARCH`].
+pub fn parse_arch(d: &str) -> Result<u32, String> {
+    let shape = "expected `arch = sm_NN` (e.g. `arch = sm_90`)";
+    let t = directive_tokens(d)?;
+    let ["arch", "=", target] = t.as_slice() else {
+        return Err(shape.into());
+    };
+    let digits = target.strip_prefix("sm_").ok_or(shape)?;
+    if digits.is_empty() || digits.len() > 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(shape.into());
+    }
+    let n: u32 = digits.parse().map_err(|_| shape.to_string())?;
+    if n < BASE_ARCH {
+        return Err(format!(
+            "sm_{n} is older than sm_{BASE_ARCH}, the oldest target of CUDA 13; leave the directive out"
+        ));
+    }
+    Ok(n)
+}
+
+/// The architecture a kernel file is compiled for: the newest `// cuda-runtime: arch = sm_NN`
+/// on any of its lines, or [`BASE_ARCH`]. `scripts/update-ptx` reads the files the same way.
+pub fn file_arch(src: &str) -> Result<u32, String> {
+    let mut arch = BASE_ARCH;
+    for (i, line) in src.lines().enumerate() {
+        let Some(c) = line.trim().strip_prefix("//") else {
+            continue;
+        };
+        let Some(d) = c.trim().strip_prefix(DIRECTIVE) else {
+            continue;
+        };
+        let d = d.trim();
+        if is_arch_directive(d) {
+            let a = parse_arch(d).map_err(|e| format!("line {}: `{DIRECTIVE} {d}`: {e}", i + 1))?;
+            arch = arch.max(a);
+        }
+    }
+    Ok(arch)
 }
 
 /// The most bytes of parameters a kernel may take (CUDA 12.1 and newer, Volta and newer): a
@@ -1271,6 +1349,7 @@ pub fn generate(
     stem: &str,
     source: &str,
     ptx_path: &str,
+    arch: u32,
     kernels: &[Kernel],
 ) -> Result<String, String> {
     let mut o = String::new();
@@ -1279,12 +1358,12 @@ pub fn generate(
         o,
         "    //! Kernels of `kernels/{source}`, with typed launch wrappers."
     );
-    let _ = writeln!(o, "    /// The module's PTX (compute_75).");
+    let _ = writeln!(o, "    /// The module's PTX (compute_{arch}).");
     let _ = writeln!(o, "    pub const PTX: &str = include_str!({ptx_path:?});");
     let _ = writeln!(o, "    /// The module, loaded on each device on first use.");
     let _ = writeln!(
         o,
-        "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::new({stem:?}, PTX);"
+        "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::new({stem:?}, PTX, {arch});"
     );
     for k in kernels {
         check_convention(k)?;
@@ -1292,10 +1371,11 @@ pub fn generate(
         let _ = writeln!(o, "    /// The kernel `{}`, for attributes and occupancy ([`crate::EmbeddedKernel::function`]).", k.name);
         let _ = writeln!(
             o,
-            "    pub static {}: crate::module::EmbeddedKernel = crate::module::EmbeddedKernel::new(&MODULE, {:?}, &[{}]);",
+            "    pub static {}: crate::module::EmbeddedKernel = crate::module::EmbeddedKernel::new(&MODULE, {:?}, &[{}], {});",
             upper(&k.name),
             k.name,
-            sizes.join(", ")
+            sizes.join(", "),
+            k.waits_for_previous
         );
         if !k.preconditions.is_empty() {
             generate_precondition_check(&mut o, k);
@@ -1312,7 +1392,7 @@ pub fn generate(
         }
         let _ = writeln!(
             o,
-            "    /// Launches `{}` on `stream` (`cudaLaunchKernel`): `{}`.",
+            "    /// Launches `{}` on `stream` (`cudaLaunchKernel`; `cudaLaunchKernelEx` with a `LaunchConfigEx`): `{}`.",
             k.name, k.signature
         );
         let mut args = Vec::new();
@@ -1383,6 +1463,14 @@ pub fn generate(
             let _ = writeln!(o, "    ///");
             let _ = writeln!(o, "    /// Each `*_len` is filled from the buffer's length; the kernel keeps its accesses below it.");
         }
+        if k.waits_for_previous {
+            let _ = writeln!(o, "    ///");
+            let _ = writeln!(o, "    /// Declared `waits-for-previous-kernel`: accepts programmatic stream serialization");
+            let _ = writeln!(
+                o,
+                "    /// (`LaunchConfigEx::programmatic_stream_serialization`)."
+            );
+        }
         if !k.preconditions.is_empty() {
             let _ = writeln!(o, "    ///");
             let _ = writeln!(o, "    /// # Preconditions");
@@ -1393,6 +1481,16 @@ pub fn generate(
             for r in &k.preconditions {
                 let _ = writeln!(o, "    /// - `{r}`");
             }
+        }
+        if arch > BASE_ARCH {
+            let _ = writeln!(o, "    ///");
+            let _ = writeln!(
+                o,
+                "    /// Built for `sm_{arch}`: on a device of compute capability below {}.{} the launch fails",
+                arch / 10,
+                arch % 10
+            );
+            let _ = writeln!(o, "    /// with `Error::ComputeCapability` (`cudaErrorNoKernelImageForDevice`) before the module loads.");
         }
         let _ = writeln!(o, "    ///");
         let _ = writeln!(o, "    /// # Errors");
@@ -1406,7 +1504,7 @@ pub fn generate(
         let unsafe_kw = if k.is_unsafe { "unsafe " } else { "" };
         let _ = writeln!(
             o,
-            "    pub {unsafe_kw}fn {}(stream: &crate::Stream, config: &crate::LaunchConfig{}{}) -> crate::Result<()> {{",
+            "    pub {unsafe_kw}fn {}(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized){}{}) -> crate::Result<()> {{",
             k.name,
             if args.is_empty() { "" } else { ", " },
             args.join(", ")
@@ -1415,7 +1513,7 @@ pub fn generate(
             // Before any buffer is borrowed: a refused launch notes no use.
             let _ = writeln!(
                 o,
-                "        {}_preconditions(config{})?;",
+                "        {}_preconditions(crate::launch::Launch::config(config){})?;",
                 k.name,
                 precondition_values(k)
                     .iter()
@@ -1815,7 +1913,7 @@ extern "C" __global__ void empty() {}
     #[test]
     fn generated_wrappers_fill_lengths_and_mark_unsafe() {
         let k = parse_kernels(SRC).unwrap();
-        let code = generate("demo", "demo.cu", "/x/demo.ptx", &k).unwrap();
+        let code = generate("demo", "demo.cu", "/x/demo.ptx", 75, &k).unwrap();
         assert!(code.contains("pub mod demo {"));
         assert!(code.contains("pub static VADD: crate::module::EmbeddedKernel"));
         assert!(code.contains("&[8, 8, 8, 8, 8, 8]"));
@@ -1825,8 +1923,8 @@ extern "C" __global__ void empty() {}
             !code.contains("a_len: usize"),
             "lengths are not parameters of the wrapper"
         );
-        assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, addr: u64, v: u32, p: u64)"));
-        assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &crate::LaunchConfig) -> crate::Result<()>"));
+        assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), addr: u64, v: u32, p: u64)"));
+        assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized)) -> crate::Result<()>"));
         assert!(code.contains("[*mut ::core::ffi::c_void; 0] = []"));
     }
 
@@ -2094,7 +2192,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
     #[test]
     fn generated_wrappers_check_preconditions_before_borrowing() {
         let k = parse_kernels(DECLARED).unwrap();
-        let code = generate("demo", "demo.cu", "/x/demo.ptx", &k).unwrap();
+        let code = generate("demo", "demo.cu", "/x/demo.ptx", 75, &k).unwrap();
         // The check function, with the parameters its rules name.
         assert!(code.contains(
             "pub(crate) fn tile_preconditions(config: &crate::LaunchConfig) -> crate::Result<()>"
@@ -2105,17 +2203,17 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         ));
         assert!(code.contains("crate::launch::check_preconditions(\"rev\", &RULES, config, &[n as i128, o_len as i128])"));
         // A length is taken from the buffer, before the buffer is borrowed for the launch.
-        let call = "rev_preconditions(config, n, crate::DeviceRead::<i32>::len(&*o))?;";
+        let call = "rev_preconditions(crate::launch::Launch::config(config), n, crate::DeviceRead::<i32>::len(&*o))?;";
         let borrow = "crate::DeviceWrite::kernel_arg_mut(o);";
         let rev = &code[code.find("pub fn rev(").unwrap()..];
         assert!(rev.find(call).unwrap() < rev.find(borrow).unwrap(), "{rev}");
         // An unsafe kernel's `*_len` is its own argument.
-        assert!(code.contains("raw_preconditions(config)?;"));
+        assert!(code.contains("raw_preconditions(crate::launch::Launch::config(config))?;"));
         // The docs list the preconditions.
         assert!(code.contains("    /// - `dynamic_shared >= 4 * n`"));
         assert!(code.contains("[`crate::Error::KernelPrecondition`]"));
         // Kernels without preconditions get no check.
-        let plain = generate("p", "p.cu", "/x/p.ptx", &parse_kernels(SRC).unwrap()).unwrap();
+        let plain = generate("p", "p.cu", "/x/p.ptx", 75, &parse_kernels(SRC).unwrap()).unwrap();
         assert!(!plain.contains("_preconditions"));
         assert!(!plain.contains("# Preconditions"));
     }
@@ -2124,8 +2222,11 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
     fn unsafe_kernels_may_name_their_raw_lengths() {
         let src = "// cuda-runtime: unsafe\n// cuda-runtime: require p_len >= 4\nextern \"C\" __global__ void r(float* p, size_t p_len) {}";
         let k = parse_kernels(src).unwrap();
-        let code = generate("u", "u.cu", "/x/u.ptx", &k).unwrap();
-        assert!(code.contains("r_preconditions(config, p_len)?;"), "{code}");
+        let code = generate("u", "u.cu", "/x/u.ptx", 75, &k).unwrap();
+        assert!(
+            code.contains("r_preconditions(crate::launch::Launch::config(config), p_len)?;"),
+            "{code}"
+        );
     }
 
     #[test]
@@ -2138,7 +2239,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         assert_eq!(k[0].params[0].ty, Scalar::TexObject);
         assert_eq!(k[0].params[1].ty, Scalar::SurfObject);
         assert_eq!(k[0].params[0].size(), 8);
-        let code = generate("t", "t.cu", "/x/t.ptx", &k).unwrap();
+        let code = generate("t", "t.cu", "/x/t.ptx", 75, &k).unwrap();
         assert!(
             code.contains("t: &crate::TextureObject<'_>, s: &mut crate::SurfaceObject"),
             "{code}"
@@ -2150,7 +2251,7 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         // Unsafe kernels take the raw handle.
         assert!(
             code.contains(
-                "pub unsafe fn raw(stream: &crate::Stream, config: &crate::LaunchConfig, t: u64)"
+                "pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), t: u64)"
             ),
             "{code}"
         );
@@ -2162,5 +2263,72 @@ extern "C" __global__ void raw(unsigned long long p, unsigned long long p_len) {
         )
         .unwrap_err();
         assert!(e.contains("pointers to texture or surface objects"), "{e}");
+    }
+
+    #[test]
+    fn arch_directives_set_the_file_target_and_are_checked() {
+        assert_eq!(
+            file_arch("extern \"C\" __global__ void k() {}").unwrap(),
+            75
+        );
+        let src = "// cuda-runtime: arch = sm_90\n// cuda-runtime: require n > 0\n\
+                   extern \"C\" __global__ void k(int n) {}\n\
+                   //cuda-runtime:arch=sm_80\nextern \"C\" __global__ void j() {}";
+        assert_eq!(file_arch(src).unwrap(), 90);
+        let k = parse_kernels(src).unwrap();
+        assert_eq!((k[0].arch, k[1].arch), (Some(90), Some(80)));
+        assert_eq!(k[0].preconditions.len(), 1);
+        for (bad, why) in [
+            ("arch = sm_52", "older than sm_75"),
+            ("arch = 90", "expected `arch = sm_NN`"),
+            ("arch = sm_", "expected `arch = sm_NN`"),
+            ("arch = sm_9x", "expected `arch = sm_NN`"),
+            ("arch sm_90", "expected `arch = sm_NN`"),
+            ("arch = compute_90", "expected `arch = sm_NN`"),
+        ] {
+            let src =
+                format!("// x\n// cuda-runtime: {bad}\nextern \"C\" __global__ void k() {{}}");
+            let e = file_arch(&src).unwrap_err();
+            assert!(
+                e.starts_with(&format!("line 2: `cuda-runtime: {bad}`")) && e.contains(why),
+                "{e}"
+            );
+            let e = parse_kernels(&src).unwrap_err();
+            assert!(e.starts_with("kernel k: ") && e.contains(why), "{e}");
+        }
+        let code = generate("c", "c.cu", "/x/c.ptx", 90, &parse_kernels(src).unwrap()).unwrap();
+        assert!(
+            code.contains("EmbeddedModule::new(\"c\", PTX, 90)"),
+            "{code}"
+        );
+        assert!(code.contains("/// The module's PTX (compute_90)."));
+        assert!(code.contains("Built for `sm_90`"));
+        let code = generate("c", "c.cu", "/x/c.ptx", 75, &parse_kernels(SRC).unwrap()).unwrap();
+        assert!(code.contains("EmbeddedModule::new(\"c\", PTX, 75)"));
+        assert!(!code.contains("Built for"));
+    }
+
+    #[test]
+    fn waiting_kernels_are_marked_and_generated_so() {
+        let src = "// cuda-runtime: waits-for-previous-kernel\n\
+                   extern \"C\" __global__ void w(int* p, size_t p_len) {}\n\
+                   extern \"C\" __global__ void n(int* p, size_t p_len) {}";
+        let k = parse_kernels(src).unwrap();
+        assert!(k[0].waits_for_previous && !k[1].waits_for_previous);
+        let code = generate("x", "x.cu", "/x/x.ptx", 90, &k).unwrap();
+        assert!(
+            code.contains("EmbeddedKernel::new(&MODULE, \"w\", &[8, 8], true)"),
+            "{code}"
+        );
+        assert!(
+            code.contains("EmbeddedKernel::new(&MODULE, \"n\", &[8, 8], false)"),
+            "{code}"
+        );
+        assert!(code.contains("Declared `waits-for-previous-kernel`"));
+        let e = parse_kernels(
+            "// cuda-runtime: waits-for-previous\nextern \"C\" __global__ void w() {}",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("kernel w: "), "{e}");
     }
 }

@@ -1,7 +1,8 @@
 //! Build helper for [cuda-runtime](https://crates.io/crates/cuda-runtime): your crate's CUDA
 //! kernels, launched through safe, typed wrappers.
 //!
-//! Called from your `build.rs`, it compiles each `kernels/*.cu` to PTX (`compute_75`) with
+//! Called from your `build.rs`, it compiles each `kernels/*.cu` to PTX (`compute_75`, or a
+//! newer target a file names: `// cuda-runtime: arch = sm_90`) with
 //! `nvcc` when one is found, and otherwise embeds the PTX committed beside the sources in
 //! `kernels/ptx/`, checked against the sources' SHA-256, so that your crate builds on machines
 //! without a CUDA toolkit. An nvcc that is found but fails (an unsupported host compiler, a
@@ -45,7 +46,16 @@
 //! //                                                dynamic_shared (bytes) and integer
 //! //                                                parameters (a pointer's *_len included)
 //! // cuda-runtime: unsafe                           an `unsafe fn` taking raw addresses
+//! // cuda-runtime: arch = sm_90                     needs compute capability 9.0 (clusters)
+//! // cuda-runtime: waits-for-previous-kernel        every thread waits for the previous kernel
+//! //                                                (cudaGridDependencySynchronize) before
+//! //                                                touching memory: programmatic dependent
+//! //                                                launch accepted
 //! ```
+//!
+//! A file is compiled for `compute_75`, or for the newest architecture an `arch` directive in it
+//! names (so keep kernels that need sm_90 in a file of their own); its wrappers then fail with
+//! `Error::ComputeCapability` on an older GPU instead of failing to load the PTX.
 //!
 //! # Environment
 //!

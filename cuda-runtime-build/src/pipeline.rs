@@ -12,8 +12,16 @@ use crate::kernel_sig;
 /// The first line of a committed PTX file starts with this, followed by the sources' hash.
 const HASH_PREFIX: &str = "// cuda-runtime-sources-sha256: ";
 
-/// The nvcc options every kernel file is compiled with.
-const NVCC_ARGS: [&str; 4] = ["-ptx", "-arch=compute_75", "-O3", "-std=c++17"];
+/// The nvcc options every kernel file is compiled with, for its architecture (`compute_75`, or
+/// what its `// cuda-runtime: arch = sm_NN` directives name: [`kernel_sig::file_arch`]).
+fn nvcc_args(arch: u32) -> [String; 4] {
+    [
+        "-ptx".into(),
+        format!("-arch=compute_{arch}"),
+        "-O3".into(),
+        "-std=c++17".into(),
+    ]
+}
 
 /// Builds a crate's kernels: see the [crate docs](crate).
 ///
@@ -151,11 +159,15 @@ impl Kernels {
             }
             let ptx_out = out.join(format!("{stem}.ptx"));
             let hash = sources_hash(&kdir, source)?;
+            let src_text = fs::read_to_string(kdir.join(source))
+                .map_err(|e| tool_err(&format!("reading {shown}/{source}"), e))?;
+            let arch =
+                kernel_sig::file_arch(&src_text).map_err(|e| format!("{shown}/{source}: {e}"))?;
             let committed = kdir.join("ptx").join(format!("{stem}.ptx"));
             // nvcc when found; the committed PTX when it is not, or when it fails.
             let compiled = nvcc.as_ref().map(|(nvcc, extra)| {
                 match Command::new(nvcc)
-                    .args(NVCC_ARGS)
+                    .args(nvcc_args(arch))
                     .args(extra)
                     .arg(kdir.join(source))
                     .arg("-o")
@@ -225,7 +237,7 @@ impl Kernels {
                 kernel_sig::check_against_ptx(k, &entries).map_err(at)?;
             }
             let mut code =
-                kernel_sig::generate(stem, source, &ptx_out.display().to_string(), &kernels)
+                kernel_sig::generate(stem, source, &ptx_out.display().to_string(), arch, &kernels)
                     .map_err(at)?;
             if self.crate_path != "crate" {
                 code = code.replace("crate::", &format!("{}::", self.crate_path));

@@ -379,6 +379,36 @@ pub enum Error {
         /// The runtime error code.
         code: ErrorCode,
     },
+    /// A launch attribute of an extended launch ([`LaunchConfigEx`](crate::LaunchConfigEx),
+    /// `cudaLaunchKernelEx`) refused before the driver sees it: the code is
+    /// `cudaErrorInvalidClusterSize` for cluster dimensions the launch or the kernel cannot
+    /// take, `cudaErrorInvalidValue` otherwise.
+    #[error("launch attribute {attribute}: {detail}")]
+    LaunchAttribute {
+        /// The runtime's code for the refusal.
+        code: ErrorCode,
+        /// The attribute (e.g. `"cluster dimensions"`, `"priority"`).
+        attribute: &'static str,
+        /// What is wrong, with the values (e.g. `"grid.x 7 is not a multiple of cluster.x 2"`).
+        detail: String,
+    },
+    /// Something that needs a newer GPU than the device has: a kernel module built for a newer
+    /// architecture (`cudaErrorNoKernelImageForDevice`, checked before the driver is asked to
+    /// load it), or a launch feature the device lacks, such as thread-block clusters before
+    /// compute capability 9.0 (`cudaErrorNotSupported`).
+    #[error("{what} needs compute capability {}.{} or newer, but device {device} has {}.{}", .needs / 10, .needs % 10, .found / 10, .found % 10)]
+    ComputeCapability {
+        /// The runtime's code for the refusal.
+        code: ErrorCode,
+        /// What needs it (e.g. `"kernel module cluster (built for sm_90)"`).
+        what: String,
+        /// The compute capability needed, as `major * 10 + minor` (90 for 9.0).
+        needs: u32,
+        /// The device.
+        device: i32,
+        /// Its compute capability, as `major * 10 + minor`.
+        found: u32,
+    },
     /// `cudaGraphExecUpdate` refused to update an executable graph
     /// (`cudaErrorGraphExecUpdateFailure`); the executable is unchanged.
     #[error(
@@ -470,7 +500,9 @@ impl Error {
             | Error::TextureAlignment { .. }
             | Error::SurfaceNotLoadStore { .. } => ErrorCode::InvalidValue,
             Error::InvalidChannelDesc { .. } => ErrorCode::InvalidChannelDescriptor,
-            Error::TextureDesc { code, .. } => *code,
+            Error::TextureDesc { code, .. }
+            | Error::LaunchAttribute { code, .. }
+            | Error::ComputeCapability { code, .. } => *code,
         }
     }
 

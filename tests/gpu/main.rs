@@ -18,6 +18,7 @@ mod host_chunks;
 mod host_memory;
 mod l2;
 mod launch;
+mod launch_ex;
 mod library;
 mod memory;
 mod peer;
@@ -91,6 +92,7 @@ fn main() {
         host_memory::TESTS,
         l2::TESTS,
         launch::TESTS,
+        launch_ex::TESTS,
         library::TESTS,
         memory::TESTS,
         peer::TESTS,

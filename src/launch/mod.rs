@@ -1,4 +1,17 @@
-//! Launch configurations and their validation against the device's limits.
+//! Launch configurations and their validation against the device's limits, and extended
+//! launches with launch attributes (`cudaLaunchKernelEx`: thread-block clusters, programmatic
+//! dependent launch, priority, memory synchronisation domains, an access policy window,
+//! cooperative launches): [`LaunchConfigEx`].
+
+mod ex;
+
+pub(crate) use ex::{
+    raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs, PORTABLE_CLUSTER_SIZE,
+};
+pub use ex::{
+    ClusterSchedulingPolicy, Launch, LaunchAttributes, LaunchConfigEx, MemSyncDomain,
+    MemSyncDomainMap, ProgrammaticEvent,
+};
 
 use std::sync::OnceLock;
 
@@ -123,6 +136,14 @@ pub(crate) struct LaunchLimits {
     pub(crate) max_grid: [u32; 3],
     pub(crate) max_threads_per_block: u32,
     pub(crate) max_shared_per_block_optin: u32,
+    /// Compute capability, `major * 10 + minor`.
+    pub(crate) compute_capability: u32,
+    /// `cudaDevAttrClusterLaunch`.
+    pub(crate) cluster_launch: bool,
+    /// `cudaDevAttrMemSyncDomainCount`.
+    pub(crate) mem_sync_domains: u32,
+    /// `cudaDevAttrMaxAccessPolicyWindowSize`.
+    pub(crate) max_window_bytes: usize,
 }
 
 impl LaunchLimits {
@@ -142,6 +163,11 @@ impl LaunchLimits {
             ],
             max_threads_per_block: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_shared_per_block_optin: get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            compute_capability: get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
+                + get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            cluster_launch: get(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0,
+            mem_sync_domains: get(CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT)?,
+            max_window_bytes: get(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)? as usize,
         })
     }
 
@@ -242,6 +268,10 @@ mod tests {
         max_grid: [2147483647, 65535, 65535],
         max_threads_per_block: 1024,
         max_shared_per_block_optin: 232448,
+        compute_capability: 90,
+        cluster_launch: true,
+        mem_sync_domains: 4,
+        max_window_bytes: 134213632,
     };
 
     fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), smem: u32) -> LaunchConfig {
