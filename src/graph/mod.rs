@@ -30,8 +30,13 @@
 //!   every node with [`Error::InvalidValue`]: a launched graph runs without borrowing the
 //!   buffer, so a CPU view (`as_slice`) could see the device write under it. Graphs use device
 //!   memory; copy results out with the stream copies after the launch.
-//! * Memory-allocation, memory-free and conditional nodes, 3-D copies, and stream capture are
-//!   not offered yet.
+//! * Memory-allocation, memory-free and conditional nodes, and 3-D copies are not offered yet.
+//!
+//! # Stream capture
+//!
+//! Work queued on a stream can also be recorded into a graph ([`Stream::capture`](crate::Stream::capture),
+//! [`Stream::begin_capture`](crate::Stream::begin_capture)), with the same keep-alive guarantees
+//! as explicit nodes; see [`capture`](self::capture) for the API, what it refuses and why.
 //!
 //! # Threads
 //!
@@ -40,6 +45,7 @@
 //! executable's nodes in per-node updates); calls on a graph and on its executables are
 //! serialised by a lock inside.
 
+pub mod capture;
 mod exec;
 mod keep;
 mod nodes;
@@ -53,6 +59,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use capture::{
+    exchange_capture_mode, Capture, CaptureInfo, CaptureMode, CaptureModeGuard, CaptureStatus,
+};
 pub use exec::{GraphExec, InstantiateOptions};
 use keep::Bundle;
 
@@ -252,8 +261,9 @@ bitflags::bitflags! {
 }
 
 /// Checks that device memory may be used by a node of a graph on `device`/`generation`, and
-/// returns the token that keeps it alive.
-fn admit_memory(
+/// returns the token that keeps it alive. (Also the admission of memory a captured
+/// submission uses.)
+pub(crate) fn admit_memory(
     alloc: &Alloc,
     device: i32,
     generation: u64,
@@ -300,12 +310,12 @@ fn admit_memory(
 }
 
 /// A host node's closure, called at every launch; owned by the node's bundle.
-struct HostNode {
-    f: Box<dyn Fn() + Send + Sync>,
-    device: i32,
+pub(crate) struct HostNode {
+    pub(crate) f: Box<dyn Fn() + Send + Sync>,
+    pub(crate) device: i32,
 }
 
-unsafe extern "C" fn host_node_trampoline(data: *mut c_void) {
+pub(crate) unsafe extern "C" fn host_node_trampoline(data: *mut c_void) {
     // SAFETY: `data` points to a `HostNode` boxed in the node's bundle, which the graph's user
     // object keeps until no graph, executable or launch refers to it: every call comes first.
     let node = unsafe { &*data.cast::<HostNode>() };
