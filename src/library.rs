@@ -521,9 +521,11 @@ impl Kernel {
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
+            // Under capture the graph keeps the kernel, and so its library.
+            let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
             // SAFETY: the caller's promise (1-3 of `Function::launch`); count and sizes checked
             // above; `f` belongs to the lane's context.
-            unsafe { submit_launch(&lane, f, call, config, args, false) }
+            unsafe { submit_launch(&lane, f, call, config, args, false, &mut keep) }
         })())
     }
 }

@@ -493,7 +493,10 @@ impl EmbeddedKernel {
             let lane = stream.lane_for_submit("cudaLaunchKernel")?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            lane.submit("kernel launch", uses, |a, raw| {
+            // The module of the crate's and the build helper's kernels stays loaded as long as
+            // the context: a captured launch needs nothing else kept.
+            let mut keep = || Ok(Vec::new());
+            lane.submit_capturable("kernel launch", uses, &mut keep, |a, raw| {
                 // SAFETY: the caller guarantees the parameters (1, 2); the configuration was
                 // validated; the stream is live in the current context; the memory in `uses`
                 // was checked by `submit`.
@@ -1447,8 +1450,10 @@ impl Function {
         if cooperative {
             self.check_cooperative(a, config)?;
         }
+        // Under capture the graph keeps the function, and so its module.
+        let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
         // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
-        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative) }
+        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative, &mut keep) }
     }
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {
@@ -1560,6 +1565,9 @@ pub(crate) fn check_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>
 /// # Safety
 /// `args` match `f`'s parameters in count and size (checked by the caller) and in meaning
 /// (the user's promise, see [`Function::launch`]); the configuration was validated.
+///
+/// Under a stream capture the launch is recorded into the graph; `keep` gives what keeps the
+/// kernel's code alive for it (the function or kernel handle).
 pub(crate) unsafe fn submit_launch(
     lane: &crate::queue::Lane<'_>,
     f: sys::CUfunction,
@@ -1567,6 +1575,7 @@ pub(crate) unsafe fn submit_launch(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
     cooperative: bool,
+    keep: &mut dyn FnMut() -> Result<crate::queue::Tokens>,
 ) -> Result<()> {
     // Up to 32 arguments live on the stack; more are rare enough to allocate.
     let mut stack = [std::ptr::null_mut::<c_void>(); 32];
@@ -1584,7 +1593,19 @@ pub(crate) unsafe fn submit_launch(
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
         .collect();
-    lane.submit(call, &uses, |a, raw| {
+    let textures = args.iter().any(|a| a.also.is_some());
+    let mut keep = || {
+        if textures {
+            // The graph would keep the object's tracker, not the object: its handle could be
+            // destroyed while the graph can still replay.
+            return Err(Error::NotCapturable {
+                call,
+                reason: "texture and surface objects cannot be used in captured kernels yet",
+            });
+        }
+        keep()
+    };
+    lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
         // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the stream
         // is live in the current context, which `f` belongs to.
         unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }

@@ -303,11 +303,6 @@ impl Queue {
         self.watch.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Whether a capture of the crate may involve this queue.
-    pub(crate) fn is_watched(&self) -> bool {
-        self.watch.load(Ordering::SeqCst) != 0
-    }
-
     /// Records a fence after everything queued so far, unless one exists or all is known
     /// complete (a capture's begin: later waits for that work then never need to record a fence
     /// in the capturing stream). `a` is this queue's context, current.

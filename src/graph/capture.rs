@@ -957,11 +957,6 @@ pub(crate) fn join(lane: &Lane<'_>, capture: u64, event: sys::CUevent) -> Result
     r
 }
 
-/// Whether capture `id` is open (begun by the crate and not ended).
-pub(crate) fn is_open(id: u64) -> bool {
-    find(id).is_some()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The thread's capture mode.
 
