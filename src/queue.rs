@@ -1241,6 +1241,52 @@ mod tests {
     }
 
     #[test]
+    fn a_capture_begin_waits_for_submissions_past_the_check_and_later_ones_see_the_watch() {
+        let q = queue(QueueKind::Owned);
+        // Unwatched: the fast path, counted.
+        let e = q.enter();
+        assert!(!e.watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 1);
+        // A begin on another thread must wait for this submission to finish.
+        let (q2, begun) = (q.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let b2 = begun.clone();
+        let begin = std::thread::spawn(move || {
+            let w = q2.watch_exclusive();
+            b2.store(true, Ordering::SeqCst);
+            drop(w);
+        });
+        // The begin raises the watch first, then waits.
+        while q.watch.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !begun.load(Ordering::SeqCst),
+            "the begin went ahead of a submission already past the check"
+        );
+        drop(e);
+        begin.join().unwrap();
+        assert!(begun.load(Ordering::SeqCst));
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        // Watched now: submissions take the capture lock shared and ask the driver.
+        let e = q.enter();
+        assert!(e.watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        assert!(
+            q.capture_lock.try_write().is_none(),
+            "an end must wait for a watched submission"
+        );
+        // Re-entering on the same thread (a drop inside a submission) does not block.
+        let again = q.enter();
+        assert!(again.watched());
+        drop((e, again));
+        assert!(q.capture_lock.try_write().is_some());
+        q.unwatch();
+        assert!(!q.enter().watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
     fn a_per_thread_queue_belongs_to_its_thread() {
         let q = queue(QueueKind::PerThread);
         assert!(q.addressable());

@@ -128,5 +128,15 @@ CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("c
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *h, size_t n, void *s) { in_ctx("cuMemcpyHtoDAsync"); handle_ok(d, "cuMemcpyHtoDAsync (stale pointer)"); OK; }
 CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("cuMemcpyDtoHAsync"); handle_ok(d, "cuMemcpyDtoHAsync (stale pointer)"); OK; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
+// Stream capture: no stream ever captures here; the crate's housekeeping swaps the thread's
+// capture mode around its frees and waits, and watched queues ask for the capture status.
+static __thread int capture_mode;
+CUresult cuThreadExchangeStreamCaptureMode(int *m) { int old = capture_mode; capture_mode = *m; *m = old; OK; }
+CUresult cuStreamGetCaptureInfo_v3(void *s, int *st, uint64_t *id, void **g, const void **deps, const void **edges, size_t *n) {
+  stream_ok((uint64_t)s, "cuStreamGetCaptureInfo (stale)");
+  *st = 0;
+  if (n) *n = 0;
+  OK;
+}
 CUresult cuGetErrorName(int e, const char **s) { *s = "CUDA_ERROR_NULL"; OK; }
 CUresult cuGetErrorString(int e, const char **s) { *s = "null driver"; OK; }
