@@ -548,6 +548,7 @@ pub(crate) fn set_last_error(e: &Error) {
 pub(crate) fn record<T>(r: Result<T>) -> Result<T> {
     if let Err(e) = &r {
         set_last_error(e);
+        crate::graph::capture::poison_open_here(e);
     }
     r
 }

@@ -54,10 +54,14 @@
 //!
 //! The runtime lets some operations fail inside a capture without invalidating it (a
 //! `cudaFreeAsync` of a normal allocation on the capturing stream, measured on the H100), so a
-//! graph could silently miss work. Here any error of a captured submission (refused by the crate
-//! or failed in the driver) *poisons* the capture: its end returns [`Error::CaptureFailed`] with
-//! the first failure, and the graph is discarded. (Errors of validation made before a call
-//! reaches the enqueue path, such as a length mismatch, are returned to the caller only.)
+//! graph could silently miss work. Here a failure *poisons* the capture, and its end returns
+//! [`Error::CaptureFailed`] with the first failure (the graph is discarded):
+//!
+//! * any error of a captured submission, on whatever thread (refused by the crate, or failed in
+//!   the driver);
+//! * any failing call of the crate on the thread that began the capture while it is open
+//!   (validation errors such as a length mismatch or a bad launch configuration included): the
+//!   work that call would have added is missing, even if the error was ignored.
 //!
 //! Calls the runtime forbids during a capture (synchronising or querying a capturing stream,
 //! `cudaMalloc` in global mode, legacy-stream work while a blocking stream captures...) return
@@ -231,6 +235,37 @@ impl Session {
 
 /// The captures the crate began and has not ended (few at a time).
 static SESSIONS: Mutex<Vec<Arc<Session>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The captures begun on this thread and not ended.
+    static OPEN_HERE: std::cell::RefCell<Vec<Arc<Session>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// For every failing call of the crate (`error::record`): a failure on a thread with an open
+/// capture poisons it, whatever the call (validation errors included), so that the graph never
+/// silently misses work whose error was ignored.
+pub(crate) fn poison_open_here(e: &Error) {
+    let _ = OPEN_HERE.try_with(|v| {
+        if let Ok(v) = v.try_borrow() {
+            for s in v.iter() {
+                s.poison("a call on the capturing thread", e);
+            }
+        }
+    });
+}
+
+fn open_here(s: &Arc<Session>, open: bool) {
+    let _ = OPEN_HERE.try_with(|v| {
+        if let Ok(mut v) = v.try_borrow_mut() {
+            if open {
+                v.push(s.clone());
+            } else {
+                v.retain(|x| !Arc::ptr_eq(x, s));
+            }
+        }
+    });
+}
 
 fn find(id: u64) -> Option<Arc<Session>> {
     SESSIONS.lock().iter().find(|s| s.id == id).cloned()
@@ -455,6 +490,7 @@ fn begin(
             }),
         });
         SESSIONS.lock().push(s.clone());
+        open_here(&s, true);
         Ok(s)
     })();
     drop(w);
@@ -480,6 +516,7 @@ struct Ended {
 /// Ends the capture `s` begun on `stream` (`cuStreamEndCapture`) and forgets it. Never fails
 /// without ending: after a reset of the device there is nothing left to end.
 fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
+    open_here(s, false);
     let queues = {
         let mut st = s.state.lock();
         st.closed = true;
