@@ -312,6 +312,11 @@ impl Queue {
         if st.done >= seq || st.fences.back().is_some_and(|f| f.seq >= seq) {
             return Ok(());
         }
+        if self.capturing(a) {
+            // Already capturing (a second begin, which the driver refuses): never a fence in
+            // a capture.
+            return Ok(());
+        }
         relaxed(|| self.record_fence(a, &mut st)).map(drop)
     }
 
