@@ -84,13 +84,13 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     let captured = stream.capture(CaptureMode::Global, |s| {
         fork.record(s)?;
         side.wait_event(&fork)?; // `side` joins the capture
-        // SAFETY: as above.
+                                 // SAFETY: as above.
         unsafe { vadd.launch(&side, &cfg, &kernel_args![&ca, n, &cb, n, &mut cc, n]) }?;
         cd.copy_from_device_async(&cc, &side)?;
         ce.memset_u32_async(pattern, s)?;
         join.record(&side)?;
         s.wait_event(&join)?; // and is joined back before the end
-        // A host function in a graph runs at every replay: an `Fn` the graph keeps.
+                              // A host function in a graph runs at every replay: an `Fn` the graph keeps.
         s.launch_host_fn_replayable(move || {
             counter.fetch_add(1, Ordering::SeqCst);
         })
@@ -109,7 +109,11 @@ fn run() -> Result<bool, cuda_runtime::Error> {
     let bad_stream = on_stream.iter().zip(&want).filter(|(x, y)| x != y).count();
     let bad_graph = via_graph.iter().zip(&want).filter(|(x, y)| x != y).count();
     let bad_fill = filled.iter().filter(|&&x| x != pattern).count();
-    let bad_capture = via_capture.iter().zip(&want).filter(|(x, y)| x != y).count();
+    let bad_capture = via_capture
+        .iter()
+        .zip(&want)
+        .filter(|(x, y)| x != y)
+        .count();
     let bad_cfill = captured_fill.iter().filter(|&&x| x != pattern).count();
     println!(
         "simple_cuda_graphs: {n} elements; stream: {bad_stream} mismatches; graph ({launches} \

@@ -169,12 +169,16 @@ impl Event {
             }
             let lane = stream.lane()?;
             let ev = self.raw.0;
-            let (r, capture) =
-                lane.submit_capturable_id("cudaEventRecord", &[], &mut || Ok(Vec::new()), |a, raw| {
+            let (r, capture) = lane.submit_capturable_id(
+                "cudaEventRecord",
+                &[],
+                &mut || Ok(Vec::new()),
+                |a, raw| {
                     // SAFETY: event and stream are live in the current context (same
                     // generation, entered).
                     a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord")
-                });
+                },
+            );
             r?;
             self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);
             Ok(())

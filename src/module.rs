@@ -1453,7 +1453,17 @@ impl Function {
         // Under capture the graph keeps the function, and so its module.
         let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
         // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
-        unsafe { submit_launch(&lane, self.raw.0, call, config, args, cooperative, &mut keep) }
+        unsafe {
+            submit_launch(
+                &lane,
+                self.raw.0,
+                call,
+                config,
+                args,
+                cooperative,
+                &mut keep,
+            )
+        }
     }
 
     fn check_cooperative(&self, a: &Active, c: &LaunchConfig) -> Result<()> {

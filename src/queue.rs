@@ -1253,7 +1253,10 @@ mod tests {
         assert!(!e.watched());
         assert_eq!(q.inflight.load(Ordering::SeqCst), 1);
         // A begin on another thread must wait for this submission to finish.
-        let (q2, begun) = (q.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let (q2, begun) = (
+            q.clone(),
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        );
         let b2 = begun.clone();
         let begin = std::thread::spawn(move || {
             let w = q2.watch_exclusive();

@@ -294,7 +294,11 @@ fn raw_info(a: &Active, stream: sys::CUstream, with_deps: bool) -> Result<RawInf
             &mut n as *mut usize,
         )
     } else {
-        (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut())
+        (
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
     };
     // SAFETY: a live stream of the current context; every out-parameter is valid or null
     // (each optional); the status is a C enum, 4 bytes, written as an integer.
@@ -856,7 +860,9 @@ impl Stream {
             // SAFETY: a live stream of the current context; the status is a C enum, 4 bytes,
             // written as an integer.
             a.check(
-                unsafe { sys::cuStreamIsCapturing(self.as_raw(), (&mut status as *mut u32).cast()) },
+                unsafe {
+                    sys::cuStreamIsCapturing(self.as_raw(), (&mut status as *mut u32).cast())
+                },
                 "cuStreamIsCapturing",
             )?;
             Ok(CaptureStatus::from_raw(status))

@@ -36,7 +36,7 @@
 //!
 //! Work queued on a stream can also be recorded into a graph ([`Stream::capture`](crate::Stream::capture),
 //! [`Stream::begin_capture`](crate::Stream::begin_capture)), with the same keep-alive guarantees
-//! as explicit nodes; see [`capture`](self::capture) for the API, what it refuses and why.
+//! as explicit nodes; see [`capture`] for the API, what it refuses and why.
 //!
 //! # Threads
 //!

@@ -814,34 +814,41 @@ fn copy_dtod<T: DeviceRepr>(
     // Capturable: device memory on both sides (a peer source is refused under capture by the
     // graph admission, as another device's memory).
     let mut keep = || Ok(Vec::new());
-    lane.submit_capturable(call, &[Use::device(d, true), src_use], &mut keep, |a, raw| {
-        if peer {
-            // Pinned by the admission of the source until this returns.
-            let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
-            // SAFETY: both ranges are live device memory of `bytes` bytes in their (live,
-            // pinned) contexts; the stream belongs to the destination's context, current.
-            return a.check(
+    lane.submit_capturable(
+        call,
+        &[Use::device(d, true), src_use],
+        &mut keep,
+        |a, raw| {
+            if peer {
+                // Pinned by the admission of the source until this returns.
+                let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
+                // SAFETY: both ranges are live device memory of `bytes` bytes in their (live,
+                // pinned) contexts; the stream belongs to the destination's context, current.
+                return a.check(
+                    unsafe {
+                        sys::cuMemcpyPeerAsync(
+                            dst.device_ptr(),
+                            a.ctx_raw(),
+                            src.device_ptr(),
+                            src_ctx.ctx_raw(),
+                            bytes,
+                            raw,
+                        )
+                    },
+                    "cuMemcpyPeerAsync",
+                );
+            }
+            // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context
+            // (device memory of this device, or mapped / managed memory); `dst` is borrowed
+            // exclusively, so they do not overlap.
+            a.check(
                 unsafe {
-                    sys::cuMemcpyPeerAsync(
-                        dst.device_ptr(),
-                        a.ctx_raw(),
-                        src.device_ptr(),
-                        src_ctx.ctx_raw(),
-                        bytes,
-                        raw,
-                    )
+                    sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw)
                 },
-                "cuMemcpyPeerAsync",
-            );
-        }
-        // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context
-        // (device memory of this device, or mapped / managed memory); `dst` is borrowed
-        // exclusively, so they do not overlap.
-        a.check(
-            unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
-            "cuMemcpyDtoDAsync",
-        )
-    })
+                "cuMemcpyDtoDAsync",
+            )
+        },
+    )
 }
 
 /// Sets `count` elements of `elem` bytes (1, 2 or 4) starting at `ptr` with a pitch of

@@ -119,7 +119,11 @@ fn captured_work_replays_and_matches_a_cpu_reference() {
     assert_same("a after replays", &a.to_vec().unwrap(), &want);
     assert_same("e", &e.to_vec().unwrap(), &vec![pattern; n]);
     assert_same("f", &f.to_vec().unwrap(), &vec![fill; n]);
-    assert_eq!(count.load(Ordering::SeqCst), launches, "one host call per replay");
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        launches,
+        "one host call per replay"
+    );
     drop((graph, exec));
     eventually("the host closure released with the graph", || {
         Arc::strong_count(&count) == 1
@@ -384,7 +388,10 @@ fn graph_and_exec_dropped_while_launched_keep_what_they_use() {
         !done.load(Ordering::SeqCst),
         "dropping the executable, the graph and a buffer must not wait for the launch"
     );
-    assert!(Arc::strong_count(&token) > 1, "the launch still holds the closure");
+    assert!(
+        Arc::strong_count(&token) > 1,
+        "the launch still holds the closure"
+    );
     // Fresh allocations would take the source's memory if it had been freed.
     let decoy = DeviceBuffer::from_slice(&vec![1e6f32; n]).unwrap();
     release.store(true, Ordering::SeqCst);
@@ -407,7 +414,11 @@ fn event_recorded_in_a_capture_is_refused_until_recorded_again() {
             ev.record(s)
         })
         .unwrap();
-    for r in [ev.query().map(drop), ev.synchronize(), other.wait_event(&ev)] {
+    for r in [
+        ev.query().map(drop),
+        ev.synchronize(),
+        other.wait_event(&ev),
+    ] {
         let e = r.unwrap_err();
         assert!(matches!(e, Error::CapturedEvent { .. }), "{e:?}");
         assert_eq!(e.code(), ErrorCode::CapturedEvent);
@@ -449,7 +460,10 @@ fn host_copies_and_fnonce_host_functions_are_refused_and_poison_the_capture() {
             "page-locked to device",
             Box::new(|s, d| d.copy_from_pinned_async(&pinned, s)),
         ),
-        ("FnOnce host function", Box::new(|s, _| s.launch_host_fn(|| {}))),
+        (
+            "FnOnce host function",
+            Box::new(|s, _| s.launch_host_fn(|| {})),
+        ),
         (
             "stream-ordered allocation",
             Box::new(|s, _| DeviceBuffer::<u32>::new_async(16, s).map(drop)),
@@ -503,7 +517,9 @@ fn a_failed_call_inside_a_capture_makes_the_end_fail() {
     });
     assert_eq!(code(r), ErrorCode::StreamCaptureInvalidated);
     // A clean capture afterwards works.
-    let g = s.capture(CaptureMode::Global, |s| c.fill_async(2.5, s)).unwrap();
+    let g = s
+        .capture(CaptureMode::Global, |s| c.fill_async(2.5, s))
+        .unwrap();
     g.instantiate().unwrap().launch(&s).unwrap();
     s.synchronize().unwrap();
     assert_eq!(c.to_vec().unwrap(), vec![2.5; n]);
@@ -602,8 +618,12 @@ fn global_capture_refuses_other_threads_until_they_relax() {
             if let Some(g) = &guard {
                 assert_eq!(g.previous(), Some(CaptureMode::Global));
             }
-            tx.send(DeviceBuffer::<u32>::new(1024).map(drop).map_err(|e| e.code()))
-                .unwrap();
+            tx.send(
+                DeviceBuffer::<u32>::new(1024)
+                    .map(drop)
+                    .map_err(|e| e.code()),
+            )
+            .unwrap();
         })
         .join()
         .unwrap();
@@ -734,7 +754,10 @@ fn status_and_info_during_a_capture() {
     assert!(s.begin_capture(CaptureMode::Global).is_err());
     let graph = cap.end();
     // The second begin failed on the capturing thread: the end reports it.
-    assert!(matches!(graph, Err(Error::CaptureFailed { .. })), "{graph:?}");
+    assert!(
+        matches!(graph, Err(Error::CaptureFailed { .. })),
+        "{graph:?}"
+    );
     let cap = s.begin_capture(CaptureMode::Global).unwrap();
     x.memset_u32_async(6, &s).unwrap();
     let deps = s.capture_info().unwrap().dependencies;
