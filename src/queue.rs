@@ -286,11 +286,13 @@ impl Queue {
     /// the queue's capture lock held exclusively. Undone by [`unwatch`](Self::unwatch).
     pub(crate) fn watch_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
         self.watch.fetch_add(1, Ordering::SeqCst);
-        let g = self.capture_lock.write();
+        // The fast-path submissions drain first, without the lock held: one of them may enter
+        // the queue again meanwhile (an allocation reclaiming memory that frees in this
+        // stream), which now takes the lock shared and must not wait for this begin.
         while self.inflight.load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
         }
-        g
+        self.capture_lock.write()
     }
 
     /// The queue's capture lock, exclusively (for a capture's end).
@@ -1272,6 +1274,11 @@ mod tests {
             !begun.load(Ordering::SeqCst),
             "the begin went ahead of a submission already past the check"
         );
+        // The submission enters the queue again meanwhile (a free in the stream while an
+        // allocation reclaims memory): it must not wait for the begin that waits for it.
+        let nested = q.enter();
+        assert!(nested.watched());
+        drop(nested);
         drop(e);
         begin.join().unwrap();
         assert!(begun.load(Ordering::SeqCst));

@@ -664,7 +664,9 @@ fn end_into(stream: &Stream, s: &Arc<Session>, g: &GraphShared) -> Result<Vec<Gr
 ///
 /// [`end`](Self::end) returns the captured [`Graph`]; dropping the guard without it (a panic,
 /// an early return) ends the capture and discards the graph. Neither `Send` nor `Sync`: the
-/// capture ends on the thread that began it.
+/// capture ends on the thread that began it. A guard forgotten with `mem::forget` leaves the
+/// stream capturing for good: its later work is recorded and never runs, and what it uses is
+/// never freed (a leak, never a use after free).
 ///
 /// ```no_run
 /// use cuda_runtime::graph::CaptureMode;
