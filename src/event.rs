@@ -187,6 +187,9 @@ impl Event {
 
     /// Whether the work the event captured is done (`cudaEventQuery`): `Ok(true)` when done or
     /// never recorded, `Ok(false)` while pending (`cudaErrorNotReady`, not recorded as an error).
+    ///
+    /// # Errors
+    /// [`Error::CapturedEvent`] for an event last recorded in a stream capture.
     #[doc(alias = "cudaEventQuery")]
     pub fn query(&self) -> Result<bool> {
         record((|| {
@@ -203,6 +206,9 @@ impl Event {
 
     /// Blocks the host until the work the event captured is done (`cudaEventSynchronize`).
     /// Returns at once for an event never recorded.
+    ///
+    /// # Errors
+    /// [`Error::CapturedEvent`] for an event last recorded in a stream capture.
     #[doc(alias = "cudaEventSynchronize")]
     pub fn synchronize(&self) -> Result<()> {
         record((|| {

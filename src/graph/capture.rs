@@ -82,7 +82,11 @@
 //! runtime marks the event as captured, and every later query, synchronisation or wait on it
 //! (outside its capture) fails until it is recorded again outside a capture. The crate's
 //! [`Event`](crate::Event) remembers this and reports it as [`Error::CapturedEvent`]; waiting on
-//! it from another stream while its capture is open is the fork described above.
+//! it from another stream while its capture is open is the fork described above. Records and
+//! waits inside a capture become edges of the graph, not nodes, so the graph refers to no event
+//! (a capturing stream waiting on an event recorded outside the capture is the runtime's
+//! `cudaErrorStreamCaptureIsolation`; external event nodes are offered by explicit graphs,
+//! [`Graph::add_event_record_node`]).
 //!
 //! # Default streams
 //!
