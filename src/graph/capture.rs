@@ -188,7 +188,7 @@ impl CaptureStatus {
 pub struct CaptureInfo {
     /// Whether the stream is capturing.
     pub status: CaptureStatus,
-    /// The capture's id, unique in the process (0 when not capturing).
+    /// The capture's id, unique in the process (0 unless the capture is active).
     pub id: u64,
     /// The driver graph being built (null when not capturing). Only for raw driver calls made
     /// during the capture; the crate's [`Graph`] comes from the end.
@@ -320,7 +320,7 @@ fn raw_info(a: &Active, stream: sys::CUstream, with_deps: bool) -> Result<RawInf
         },
         "cuStreamGetCaptureInfo",
     )?;
-    let deps = if status != 0 && with_deps && n > 0 && !dp.is_null() {
+    let deps = if status == 1 && with_deps && n > 0 && !dp.is_null() {
         // SAFETY: the driver hands out `n` nodes at `dp`, valid until the next call on the
         // stream; copied at once.
         unsafe { std::slice::from_raw_parts(dp, n) }.to_vec()
@@ -340,8 +340,17 @@ fn raw_info(a: &Active, stream: sys::CUstream, with_deps: bool) -> Result<RawInf
 /// records could not be kept alive.
 pub(crate) fn session_of(a: &Active, q: &Queue) -> Result<Option<Arc<Session>>> {
     let info = raw_info(a, q.raw(), false)?;
-    if info.status == 0 {
-        return Ok(None);
+    match info.status {
+        0 => return Ok(None),
+        // The driver reports no id for an invalidated capture: its end fails anyway.
+        2 => {
+            return Err(Error::Cuda {
+                code: ErrorCode::StreamCaptureInvalidated,
+                driver: None,
+                call: "a submission on a stream whose capture was invalidated",
+            })
+        }
+        _ => {}
     }
     find(info.id).map(Some).ok_or(Error::NotCapturable {
         call: "a submission",
@@ -882,18 +891,20 @@ impl Stream {
         record((|| {
             let a = self.enter()?;
             let i = raw_info(&a, self.as_raw(), true)?;
-            let graph_id = if i.status == 0 {
-                0
-            } else {
+            // Only an active capture's details are valid.
+            let active = i.status == 1;
+            let graph_id = if active {
                 find(i.id).map_or(0, |s| s.graph_id)
+            } else {
+                0
             };
             Ok(CaptureInfo {
                 status: CaptureStatus::from_raw(i.status),
-                id: if i.status == 0 { 0 } else { i.id },
-                graph: if i.status == 0 {
-                    std::ptr::null_mut()
-                } else {
+                id: if active { i.id } else { 0 },
+                graph: if active {
                     i.graph
+                } else {
+                    std::ptr::null_mut()
                 },
                 dependencies: i
                     .deps

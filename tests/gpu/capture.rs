@@ -17,12 +17,18 @@ use cuda_runtime::{
     Module, PinnedBuffer, Stream, StreamFlags,
 };
 
+// Exclusive: a capture changes what other threads may do meanwhile (a global capture refuses
+// their `cudaMalloc`; legacy-stream work while a blocking stream captures is refused), so these
+// tests run while no other test runs.
 crate::tests![
+    ;
+    exclusive:
     captured_work_replays_and_matches_a_cpu_reference,
     fork_and_join_across_streams,
     an_unjoined_stream_makes_the_end_fail,
     capture_into_an_existing_graph_after_its_nodes,
     buffers_dropped_inside_an_open_capture_stay_alive,
+    stream_ordered_buffer_dropped_inside_its_capture_is_freed_elsewhere,
     graph_and_exec_dropped_while_launched_keep_what_they_use,
     event_recorded_in_a_capture_is_refused_until_recorded_again,
     host_copies_and_fnonce_host_functions_are_refused_and_poison_the_capture,
@@ -33,8 +39,6 @@ crate::tests![
     housekeeping_never_breaks_a_global_capture,
     legacy_stream_capture_is_refused_and_the_per_thread_stream_captures,
     status_and_info_during_a_capture,
-    ;
-    exclusive: stream_ordered_buffer_dropped_inside_its_capture_is_freed_elsewhere,
 ];
 
 /// Small integers as floats, so that sums are exact.
@@ -347,7 +351,8 @@ fn graph_and_exec_dropped_while_launched_keep_what_they_use() {
     let spin_sum = m.function("spin_read_sum").unwrap();
     let src = DeviceBuffer::from_slice(&hsrc).unwrap();
     let mut out = DeviceBuffer::from_slice(&[f32::NAN]).unwrap();
-    let s = Stream::new().unwrap();
+    // Non-blocking: the decoy's copy on the legacy stream must not wait for the held launch.
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let token = Arc::new(());
     let held = token.clone();
     let graph = s
@@ -579,10 +584,13 @@ fn thread_local_captures_on_two_threads() {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 dev.set_current().unwrap();
-                let s = Stream::new().unwrap();
+                // Non-blocking: the other thread's legacy-stream copies before and after its
+                // capture do not depend on this one's capture.
+                let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
                 let src = DeviceBuffer::from_slice(&input).unwrap();
                 let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
                 let mut tag = DeviceBuffer::<u32>::new(n).unwrap();
+                barrier.wait(); // both made their buffers
                 let cap = s.begin_capture(CaptureMode::ThreadLocal).unwrap();
                 barrier.wait(); // both captures open
                 dst.copy_from_device_async(&src, &s).unwrap();
