@@ -542,9 +542,12 @@ fn forbidden_calls_return_the_runtime_error() {
     let cap = s.begin_capture(CaptureMode::Global).unwrap();
     assert_eq!(code(s.query()), ErrorCode::StreamCaptureUnsupported);
     assert!(cap.end().is_err());
-    // A synchronous copy (legacy stream) while a blocking stream captures in global mode.
+    // Work on the legacy stream while a blocking stream captures (an implicit dependency on
+    // the capture): `cudaErrorStreamCaptureImplicit`.
+    let legacy = Stream::legacy().unwrap();
+    let mut y = DeviceBuffer::<u32>::new(32).unwrap();
     let cap = s.begin_capture(CaptureMode::Global).unwrap();
-    let c = code(x.copy_from_host(&[7; 32]));
+    let c = code(y.memset_u32_async(7, &legacy));
     assert!(
         matches!(
             c,
