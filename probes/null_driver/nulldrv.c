@@ -123,8 +123,8 @@ static CUresult base_cuMemFreeAsync(uint64_t p, void *s) { in_ctx("cuMemFreeAsyn
 static CUresult base_cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); *p = make(); OK; }
 static CUresult base_cuMemFree_v2(uint64_t p) { in_ctx("cuMemFree"); handle_ok(p, "cuMemFree (stale pointer)"); OK; }
 CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { in_ctx("cuMemGetInfo"); *f = 70ull << 30; *t = 80ull << 30; OK; }
-CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }
-CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("cuMemsetD32Async"); handle_ok(p, "cuMemsetD32Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD32Async (stale stream)"); OK; }
+static CUresult base_cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }
+static CUresult base_cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("cuMemsetD32Async"); handle_ok(p, "cuMemsetD32Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD32Async (stale stream)"); OK; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *h, size_t n, void *s) { in_ctx("cuMemcpyHtoDAsync"); handle_ok(d, "cuMemcpyHtoDAsync (stale pointer)"); OK; }
 CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("cuMemcpyDtoHAsync"); handle_ok(d, "cuMemcpyDtoHAsync (stale pointer)"); OK; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
@@ -147,6 +147,10 @@ struct evc { uint64_t ev; uint64_t id; };
 static struct evc evcs[CAP_SLOTS * 16];
 static uint64_t next_capture = 1;
 static __thread int capture_mode;  // 0 global, 1 thread-local, 2 relaxed
+// The capture this thread last saw on a stream (cuStreamGetCaptureInfo): work the crate queues
+// on a capturing stream must come after the crate asked, in that capture (else it was captured
+// without the crate knowing, and nothing keeps what it uses alive).
+static __thread uint64_t asked_stream, asked_id;
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int cap_find(uint64_t s) {  // under cap_mu
@@ -180,6 +184,14 @@ static int capturing(uint64_t s) {
   int r = i < 0 ? 0 : caps[i].invalid ? 2 : 1;
   pthread_mutex_unlock(&cap_mu);
   return r;
+}
+// Work queued on stream s: if s captures, the crate must know it.
+static void queued(uint64_t s, const char *call) {
+  pthread_mutex_lock(&cap_mu);
+  int i = cap_find(s);
+  int unknown = i >= 0 && !(asked_stream == s && asked_id == caps[i].id);
+  pthread_mutex_unlock(&cap_mu);
+  if (unknown) bad(call);
 }
 static uint64_t event_capture(uint64_t e) {  // under cap_mu
   for (int i = 0; i < CAP_SLOTS * 16; i++) if (evcs[i].ev == e) return evcs[i].id;
@@ -230,6 +242,8 @@ CUresult cuStreamGetCaptureInfo_v3(void *s, int *st, uint64_t *id, void **g, con
   int i = cap_find((uint64_t)s);
   *st = i < 0 ? 0 : caps[i].invalid ? 2 : 1;
   if (i >= 0) { *id = caps[i].id; if (g) *g = (void *)(uintptr_t)(0xCA000000ull + caps[i].id); }
+  asked_stream = (uint64_t)s;
+  asked_id = i >= 0 ? caps[i].id : 0;
   pthread_mutex_unlock(&cap_mu);
   if (deps) *deps = 0;
   if (edges) *edges = 0;
@@ -264,6 +278,7 @@ CUresult cuEventSynchronize(void *e) {
   return base_cuEventSynchronize(e);
 }
 CUresult cuEventRecord(void *e, void *s) {
+  if (((uint64_t)e & 0xF) != 2) queued((uint64_t)s, "cuEventRecord captured without the crate knowing");
   CUresult r = base_cuEventRecord(e, s);
   pthread_mutex_lock(&cap_mu);
   int i = cap_find((uint64_t)s);
@@ -300,14 +315,17 @@ CUresult cuMemFreeAsync(uint64_t p, void *s) {
 }
 CUresult cuMemFree_v2(uint64_t p) { if (unsafe_call("cuMemFree during a capture")) return 900; return base_cuMemFree_v2(p); }
 CUresult cuMemAlloc_v2(uint64_t *p, size_t b) { if (unsafe_call("cuMemAlloc during a capture")) return 900; return base_cuMemAlloc_v2(p, b); }
-CUresult cuMemsetD16Async(uint64_t p, unsigned short v, size_t n, void *s) { in_ctx("cuMemsetD16Async"); handle_ok(p, "cuMemsetD16Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD16Async (stale stream)"); OK; }
-CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s_, size_t n, void *s) { in_ctx("cuMemcpyDtoDAsync"); handle_ok(d, "cuMemcpyDtoDAsync (stale pointer)"); handle_ok(s_, "cuMemcpyDtoDAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemcpyDtoDAsync (stale stream)"); OK; }
+CUresult cuMemsetD16Async(uint64_t p, unsigned short v, size_t n, void *s) { queued((uint64_t)s, "cuMemsetD16Async captured without the crate knowing"); in_ctx("cuMemsetD16Async"); handle_ok(p, "cuMemsetD16Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD16Async (stale stream)"); OK; }
+CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s_, size_t n, void *s) { queued((uint64_t)s, "cuMemcpyDtoDAsync captured without the crate knowing"); in_ctx("cuMemcpyDtoDAsync"); handle_ok(d, "cuMemcpyDtoDAsync (stale pointer)"); handle_ok(s_, "cuMemcpyDtoDAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemcpyDtoDAsync (stale stream)"); OK; }
 CUresult cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
   in_ctx("cuLaunchHostFunc");
+  queued((uint64_t)s, "cuLaunchHostFunc captured without the crate knowing");
   if (!capturing((uint64_t)s)) fn(data);  // a captured one is a node: called at replays only
   OK;
 }
 
+CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { queued((uint64_t)s, "cuMemsetD8Async captured without the crate knowing"); return base_cuMemsetD8Async(p, v, n, s); }
+CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { queued((uint64_t)s, "cuMemsetD32Async captured without the crate knowing"); return base_cuMemsetD32Async(p, v, n, s); }
 // Page-locked memory (registered Rust allocations).
 CUresult cuMemHostRegister_v2(void *p, size_t b, unsigned f) { in_ctx("cuMemHostRegister"); if (unsafe_call("cuMemHostRegister during a capture")) return 900; OK; }
 CUresult cuMemHostUnregister(void *p) { in_ctx("cuMemHostUnregister"); if (unsafe_call("cuMemHostUnregister during a capture")) return 900; OK; }

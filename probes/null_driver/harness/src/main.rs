@@ -130,6 +130,39 @@ fn capture_phase() {
         Stream::legacy().unwrap().begin_capture(CaptureMode::Global),
         Err(Error::NotCapturable { .. })
     ));
+    // Submissions racing captures of the stream they go to: each is queued (before the begin or
+    // after the end) or captured with the crate knowing it (the null driver checks that the
+    // submitting thread asked for the capture status in that very capture).
+    let shared = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let racers: Vec<_> = (0..3u32)
+        .map(|k| {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                dev.set_current().unwrap();
+                let mut b = DeviceBuffer::<u32>::new(256).unwrap();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    b.fill_async(k, &shared).unwrap();
+                    let e = Event::new().unwrap();
+                    e.record(&shared).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut x = DeviceBuffer::<u32>::new(256).unwrap();
+    for _ in 0..300 {
+        drop(
+            shared
+                .capture(CaptureMode::Relaxed, |s| x.fill_async(1, s))
+                .unwrap(),
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
+    println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
