@@ -1160,6 +1160,42 @@ mod tests {
     }
 
     #[test]
+    fn capture_errors_carry_the_runtime_codes_and_say_what_to_do() {
+        let e = Error::NotCapturable {
+            call: "cudaLaunchHostFunc",
+            reason: refusal("cudaLaunchHostFunc"),
+        };
+        assert_eq!(e.code(), ErrorCode::StreamCaptureUnsupported);
+        assert_eq!(e.code().name(), "cudaErrorStreamCaptureUnsupported");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cudaLaunchHostFunc cannot be captured"),
+            "{text}"
+        );
+        assert!(text.contains("launch_host_fn_replayable"), "{text}");
+        let e = Error::CapturedEvent {
+            call: "cudaEventQuery",
+        };
+        assert_eq!(e.code(), ErrorCode::CapturedEvent);
+        assert_eq!(e.code().name(), "cudaErrorCapturedEvent");
+        assert!(e.to_string().contains("record it again outside a capture"));
+        let e = Error::CaptureFailed {
+            call: "cudaMemcpyAsync (host to device)",
+            error: Box::new(Error::NotCapturable {
+                call: "cudaMemcpyAsync (host to device)",
+                reason: refusal("cudaMemcpyAsync (host to device)"),
+            }),
+        };
+        assert_eq!(e.code(), ErrorCode::StreamCaptureInvalidated);
+        assert!(e.to_string().contains("every replay"), "{e}");
+        let legacy = Error::NotCapturable {
+            call: "cudaStreamBeginCapture",
+            reason: LEGACY,
+        };
+        assert!(legacy.to_string().contains("legacy default stream"));
+    }
+
+    #[test]
     fn a_failed_end_without_failure_inside_reports_the_runtime_error() {
         let end = Err(Error::from_driver(904, "cuStreamEndCapture"));
         assert_eq!(failed(end, None).code(), ErrorCode::StreamCaptureUnjoined);
