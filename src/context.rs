@@ -733,7 +733,9 @@ pub(crate) fn release(
     };
     match enter_live_in(dev, generation) {
         Ok(Some(a)) => {
-            if let Err(e) = f(&a) {
+            // Relaxed: a drop never invalidates a user's capture in global or thread-local
+            // mode (what it frees is no capture's: captured memory is kept by tokens).
+            if let Err(e) = crate::queue::relaxed(|| f(&a)) {
                 dev.defer(during, e);
             }
         }

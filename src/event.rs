@@ -1,6 +1,8 @@
 //! Events: markers recorded in streams, for synchronisation, cross-stream (and cross-device)
 //! waits, and timing.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bitflags::bitflags;
 
 use crate::context::{self, Active};
@@ -27,12 +29,21 @@ bitflags! {
 ///
 /// Destroyed (`cudaEventDestroy`) on drop; as in libcudart, destroying an event whose recorded
 /// work is pending is allowed and its resources are released once that work completes.
+///
+/// An event recorded on a stream being captured ([`crate::graph::capture`]) marks a point of
+/// the capture, not of work that runs: until it is recorded again outside a capture, querying,
+/// synchronising or waiting for it fails with [`Error::CapturedEvent`] (the runtime fails those
+/// calls too), except a wait while its capture is open, which joins the waiting stream to the
+/// capture.
 #[derive(Debug)]
 pub struct Event {
     raw: Raw<sys::CUevent_st>,
     device: i32,
     generation: u64,
     flags: EventFlags,
+    /// The id of the capture the event was last recorded in (0: recorded outside a capture,
+    /// or never).
+    captured: AtomicU64,
 }
 
 impl Event {
@@ -48,6 +59,7 @@ impl Event {
             device,
             generation,
             flags,
+            captured: AtomicU64::new(0),
         }
     }
 
@@ -85,6 +97,7 @@ impl Event {
                 device: a.dev.ordinal,
                 generation: a.generation(),
                 flags,
+                captured: AtomicU64::new(0),
             })
         })())
     }
@@ -108,6 +121,19 @@ impl Event {
         context::enter_handle(self.device, self.generation, "event")
     }
 
+    /// The id of the capture the event was last recorded in (0: none).
+    pub(crate) fn captured_in(&self) -> u64 {
+        self.captured.load(Ordering::SeqCst)
+    }
+
+    /// Refuses an event last recorded in a capture.
+    fn check_not_captured(&self, call: &'static str) -> Result<()> {
+        if self.captured_in() != 0 {
+            return Err(Error::CapturedEvent { call });
+        }
+        Ok(())
+    }
+
     /// The raw handle, with the event's context kept from a reset while the pin lives.
     pub(crate) fn pinned_raw(&self) -> Result<(context::Pinned, sys::CUevent)> {
         let pin = context::pin(self.device, self.generation, "event")?;
@@ -116,6 +142,10 @@ impl Event {
 
     /// Records the event in `stream` (`cudaEventRecord`): it completes when all work queued in
     /// the stream so far is done. Re-recording replaces the earlier capture. Does not block.
+    ///
+    /// On a stream being captured, the event marks the capture's current point instead (for
+    /// other streams to join the capture, see [`crate::graph::capture`]), and is unusable
+    /// outside that capture until recorded again elsewhere.
     ///
     /// # Errors
     /// [`Error::DeviceMismatch`] when the stream belongs to another device than the event, as
@@ -139,19 +169,31 @@ impl Event {
             }
             let lane = stream.lane()?;
             let ev = self.raw.0;
-            lane.submit("cudaEventRecord", &[], |a, raw| {
-                // SAFETY: event and stream are live in the current context (same generation,
-                // entered).
-                a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord")
-            })
+            let (r, capture) = lane.submit_capturable_id(
+                "cudaEventRecord",
+                &[],
+                &mut || Ok(Vec::new()),
+                |a, raw| {
+                    // SAFETY: event and stream are live in the current context (same
+                    // generation, entered).
+                    a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord")
+                },
+            );
+            r?;
+            self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);
+            Ok(())
         })())
     }
 
     /// Whether the work the event captured is done (`cudaEventQuery`): `Ok(true)` when done or
     /// never recorded, `Ok(false)` while pending (`cudaErrorNotReady`, not recorded as an error).
+    ///
+    /// # Errors
+    /// [`Error::CapturedEvent`] for an event last recorded in a stream capture.
     #[doc(alias = "cudaEventQuery")]
     pub fn query(&self) -> Result<bool> {
         record((|| {
+            self.check_not_captured("cudaEventQuery")?;
             let a = self.enter()?;
             // SAFETY: live event.
             match driver::rc(unsafe { sys::cuEventQuery(self.raw.0) }) {
@@ -164,9 +206,13 @@ impl Event {
 
     /// Blocks the host until the work the event captured is done (`cudaEventSynchronize`).
     /// Returns at once for an event never recorded.
+    ///
+    /// # Errors
+    /// [`Error::CapturedEvent`] for an event last recorded in a stream capture.
     #[doc(alias = "cudaEventSynchronize")]
     pub fn synchronize(&self) -> Result<()> {
         record((|| {
+            self.check_not_captured("cudaEventSynchronize")?;
             let a = self.enter()?;
             // SAFETY: live event.
             a.check(
@@ -185,6 +231,8 @@ impl Event {
     #[doc(alias = "cudaEventElapsedTime")]
     pub fn elapsed_time(start: &Event, end: &Event) -> Result<f32> {
         record((|| {
+            start.check_not_captured("cudaEventElapsedTime")?;
+            end.check_not_captured("cudaEventElapsedTime")?;
             let a = start.enter()?;
             if end.device != start.device {
                 return Err(Error::DeviceMismatch {

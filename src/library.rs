@@ -529,16 +529,20 @@ impl Kernel {
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
+            // Under capture the graph keeps the kernel, and so its library.
+            let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
             match attrs {
                 // SAFETY: the caller's promise (1-4 of `Function::launch`); count and sizes
                 // checked above; `f` belongs to the lane's context.
-                None => unsafe { submit_launch(&lane, f, call, config, None, args, false) },
+                None => unsafe {
+                    submit_launch(&lane, f, call, config, None, args, false, &mut keep)
+                },
                 Some(at) => {
                     let event = prepare_extended(&lane.a, f, config, at, false)?;
                     let ex = Some((at, event.as_ref().map(|e| e.1)));
                     // SAFETY: as above; the attributes were validated and the event's context
                     // is pinned.
-                    unsafe { submit_launch(&lane, f, call, config, ex, args, false) }
+                    unsafe { submit_launch(&lane, f, call, config, ex, args, false, &mut keep) }
                 }
             }
         })())

@@ -541,8 +541,21 @@ impl EmbeddedKernel {
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, &lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
+            // The module of the crate's and the build helper's kernels stays loaded as long as
+            // the context: a captured launch needs nothing else kept. A programmatic event
+            // would be recorded into the graph: such launches are not captured.
+            let programmatic = attrs.is_some_and(|at| at.programmatic_event.is_some());
+            let mut keep = || {
+                if programmatic {
+                    return Err(Error::NotCapturable {
+                        call,
+                        reason: "launches with a programmatic event cannot be captured yet",
+                    });
+                }
+                Ok(Vec::new())
+            };
             match attrs {
-                None => lane.submit("kernel launch", uses, |a, raw| {
+                None => lane.submit_capturable("kernel launch", uses, &mut keep, |a, raw| {
                     // SAFETY: the caller guarantees the parameters (1, 2); the configuration
                     // was validated; the stream is live in the current context; the memory in
                     // `uses` was checked by `submit`.
@@ -552,7 +565,7 @@ impl EmbeddedKernel {
                     let refuse = !self.waits_for_previous;
                     let event = prepare_extended(&lane.a, f, config, at, refuse)?;
                     let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
-                    lane.submit("kernel launch", uses, |a, raw| {
+                    lane.submit_capturable("kernel launch", uses, &mut keep, |a, raw| {
                         // SAFETY: as above; the attributes were validated against the device
                         // and the kernel, and the programmatic event's context is pinned.
                         unsafe { raw_launch_ex(a, f, raw, config, &mut raw_attrs, params) }
@@ -1913,13 +1926,26 @@ impl Function {
             });
         }
         launch::validate(config, &a.dev.launch_limits()?)?;
+        // Under capture the graph keeps the function, and so its module.
+        let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
         match attrs {
             None => {
                 if cooperative {
                     check_cooperative(a, self.raw.0, config)?;
                 }
                 // SAFETY: the caller's promise (see `launch`); the arguments were checked above.
-                unsafe { submit_launch(&lane, self.raw.0, call, config, None, args, cooperative) }
+                unsafe {
+                    submit_launch(
+                        &lane,
+                        self.raw.0,
+                        call,
+                        config,
+                        None,
+                        args,
+                        cooperative,
+                        &mut keep,
+                    )
+                }
             }
             Some(at) => {
                 let mut at = *at;
@@ -1928,7 +1954,9 @@ impl Function {
                 let ex = Some((&at, event.as_ref().map(|e| e.1)));
                 // SAFETY: the caller's promise (see `launch`); the arguments were checked above;
                 // the attributes were validated and the event's context is pinned.
-                unsafe { submit_launch(&lane, self.raw.0, call, config, ex, args, false) }
+                unsafe {
+                    submit_launch(&lane, self.raw.0, call, config, ex, args, false, &mut keep)
+                }
             }
         }
     }
@@ -2035,6 +2063,10 @@ pub(crate) fn check_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>
 /// # Safety
 /// `args` match `f`'s parameters in count and size (checked by the caller) and in meaning
 /// (the user's promise, see [`Function::launch`]); the configuration was validated.
+///
+/// Under a stream capture the launch is recorded into the graph; `keep` gives what keeps the
+/// kernel's code alive for it (the function or kernel handle).
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn submit_launch(
     lane: &crate::queue::Lane<'_>,
     f: sys::CUfunction,
@@ -2043,6 +2075,7 @@ pub(crate) unsafe fn submit_launch(
     extended: Option<(&LaunchAttributes<'_>, Option<sys::CUevent>)>,
     args: &[KernelArg<'_>],
     cooperative: bool,
+    keep: &mut dyn FnMut() -> Result<crate::queue::Tokens>,
 ) -> Result<()> {
     if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
         return Err(crate::graph::graph_mem_outside(m, call));
@@ -2063,15 +2096,34 @@ pub(crate) unsafe fn submit_launch(
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
         .collect();
+    let textures = args.iter().any(|a| a.also.is_some());
+    let programmatic = extended.is_some_and(|(_, event)| event.is_some());
+    let mut keep = || {
+        if textures {
+            // The graph would keep the object's tracker, not the object: its handle could be
+            // destroyed while the graph can still replay.
+            return Err(Error::NotCapturable {
+                call,
+                reason: "texture and surface objects cannot be used in captured kernels yet",
+            });
+        }
+        if programmatic {
+            return Err(Error::NotCapturable {
+                call,
+                reason: "launches with a programmatic event cannot be captured yet",
+            });
+        }
+        keep()
+    };
     match extended {
-        None => lane.submit(call, &uses, |a, raw| {
+        None => lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
             // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the
             // stream is live in the current context, which `f` belongs to.
             unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
         }),
         Some((at, event)) => {
             let mut attrs = launch::raw_attributes(at, event);
-            lane.submit(call, &uses, |a, raw| {
+            lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
                 // SAFETY: as above; the attributes were validated by the caller, and the
                 // event's context is pinned by it.
                 unsafe { raw_launch_ex(a, f, raw, config, &mut attrs, ptrs) }

@@ -34,21 +34,43 @@
 //!   `cuMemFreeAsync`. An allocation that fails for lack of memory first lets the reclaimer
 //!   finish (bounded) and tries again. [`Device::synchronize`](crate::Device::synchronize)
 //!   reclaims what is ready before it returns.
-//! * **Capture.** A fence is never recorded in, nor waited for on, a queue that is being
-//!   captured into a graph (checked with `cuStreamIsCapturing` on the slow paths only), so no
-//!   internal call breaks a capture. (The graph API builds on this: uses noted during a capture
-//!   belong to the graph.)
+//! * **Capture.** While a capture begun by the crate ([`crate::graph::Capture`]) may involve a
+//!   queue (begun on it, or joined to it by an event wait), the queue is *watched*: each
+//!   submission asks the driver whether the stream is capturing (`cuStreamGetCaptureInfo`,
+//!   about 25 ns, on watched queues only). A captured submission is not queued work: its
+//!   memory is admitted as a graph node's is (device memory of the device, kept alive by a
+//!   token), the tokens go into the capture's bundle (which the graph's user object owns after
+//!   the end), no use is noted on the queue and no fence is recorded. Work that cannot be
+//!   replayed safely (copies from or to host memory, `FnOnce` host functions, graph launches,
+//!   anything not audited for capture) is refused, and any failure inside a capture makes its
+//!   end fail. A capture's begin fences everything queued before it, so later waits for that
+//!   work find a fence and never need to record one in the capturing stream. The crate's own
+//!   housekeeping (fences, waits for them, frees, destroys) runs with the thread's capture mode
+//!   relaxed, so it never invalidates a user's capture in global or thread-local mode. Without
+//!   a crate capture, a fence is still never recorded in a stream that is capturing (checked
+//!   with `cuStreamIsCapturing` on the slow paths only).
+//!
+//!   A submission and a capture's begin on the same queue never overlap: a submission on an
+//!   unwatched queue counts itself in `inflight` and then checks `watch`; a begin raises
+//!   `watch` and then waits for `inflight` to drain, so either the submission sees the watch
+//!   (and takes the queue's capture lock shared, which the begin, joins and end hold
+//!   exclusively) or the begin waits for it. A submission can therefore never be captured
+//!   without the crate knowing it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::context::{self, Active};
 use crate::driver::{self, sys, Raw};
 use crate::error::{Error, Result};
+
+/// What captured work refers to besides its memory (a function and so its module, a host
+/// closure), kept alive by the capture's graph: the same tokens as a graph node's bundle.
+pub(crate) type Tokens = Vec<Box<dyn Send>>;
 
 /// An event recorded in a queue after some submission; destroyed (in its context, if that still
 /// lives) when the last holder lets go.
@@ -123,6 +145,75 @@ pub(crate) struct Queue {
     /// its number after it is queued; a fence reads the number before it is recorded.
     seq: AtomicU64,
     state: Mutex<QState>,
+    /// Captures begun by the crate that may involve this queue (begun on it, or joined to it);
+    /// while non-zero, submissions check whether the stream is capturing (see the module docs).
+    watch: AtomicU32,
+    /// Submissions past the `watch` check on the fast path, not yet done.
+    inflight: AtomicU32,
+    /// Held shared by submissions on a watched queue, exclusively by a capture's begin, joins
+    /// and end.
+    capture_lock: RwLock<()>,
+}
+
+/// A submission's hold on a queue against a capture beginning or ending meanwhile (see the
+/// module docs).
+pub(crate) enum Entry<'q> {
+    /// No capture of the crate involves the queue; a begin waits until this is dropped.
+    Fast(&'q Queue),
+    /// A capture may involve the queue; its begin, joins and end wait until this is dropped.
+    Watched(#[allow(dead_code)] RwLockReadGuard<'q, ()>),
+}
+
+impl Entry<'_> {
+    /// Whether the queue may be involved in a capture (the stream's status must be asked).
+    #[inline]
+    pub(crate) fn watched(&self) -> bool {
+        matches!(self, Entry::Watched(_))
+    }
+}
+
+impl Drop for Entry<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Entry::Fast(q) = self {
+            q.inflight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The calling thread's stream-capture mode, swapped back when dropped.
+struct ModeSwap {
+    mode: u32,
+    swapped: bool,
+}
+
+impl Drop for ModeSwap {
+    fn drop(&mut self) {
+        if self.swapped {
+            let p = (&mut self.mode as *mut u32).cast::<sys::CUstreamCaptureMode>();
+            // SAFETY: a valid in/out parameter of the enum's size (a C enum, 4 bytes), holding
+            // the mode the driver wrote; the call only swaps the thread's mode.
+            let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(p) };
+        }
+    }
+}
+
+/// Runs `f` with the calling thread's stream-capture mode relaxed
+/// (`cuThreadExchangeStreamCaptureMode`), for the crate's own housekeeping: fences, waits for
+/// them, frees and destroys made then never invalidate a user's capture in global or
+/// thread-local mode (on this thread or another). Sound because nothing they wait for or free
+/// belongs to a capture (captured memory is kept by the capture's tokens), and about 0.1 us.
+pub(crate) fn relaxed<R>(f: impl FnOnce() -> R) -> R {
+    let mut swap = ModeSwap {
+        mode: sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED as u32,
+        swapped: false,
+    };
+    let p = (&mut swap.mode as *mut u32).cast::<sys::CUstreamCaptureMode>();
+    // SAFETY: as in `ModeSwap::drop`; the mode is read back as an integer (a value the
+    // bindings do not know never becomes a Rust enum).
+    swap.swapped = driver::rc(unsafe { sys::cuThreadExchangeStreamCaptureMode(p) }) == 0;
+    // Restored by the drop, also when `f` unwinds.
+    f()
 }
 
 impl Drop for Queue {
@@ -166,7 +257,69 @@ impl Queue {
             owner: (kind == QueueKind::PerThread).then(|| std::thread::current().id()),
             seq: AtomicU64::new(0),
             state: Mutex::new(QState::default()),
+            watch: AtomicU32::new(0),
+            inflight: AtomicU32::new(0),
+            capture_lock: RwLock::new(()),
         }
+    }
+
+    /// Enters a submission (or a free in the stream) on this queue; see [`Entry`].
+    #[inline]
+    pub(crate) fn enter(&self) -> Entry<'_> {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        if self.watch.load(Ordering::SeqCst) == 0 {
+            return Entry::Fast(self);
+        }
+        self.enter_watched()
+    }
+
+    #[cold]
+    fn enter_watched(&self) -> Entry<'_> {
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
+        // Recursive: a thread holding the lock shared may enter again (a drop inside a
+        // submission) even while a begin waits for the lock.
+        Entry::Watched(self.capture_lock.read_recursive())
+    }
+
+    /// For a capture's begin or join: from now on every submission on this queue asks the
+    /// stream's capture status; waits for the submissions already past the check, and returns
+    /// the queue's capture lock held exclusively. Undone by [`unwatch`](Self::unwatch).
+    pub(crate) fn watch_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.watch.fetch_add(1, Ordering::SeqCst);
+        // The fast-path submissions drain first, without the lock held: one of them may enter
+        // the queue again meanwhile (an allocation reclaiming memory that frees in this
+        // stream), which now takes the lock shared and must not wait for this begin.
+        while self.inflight.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        self.capture_lock.write()
+    }
+
+    /// The queue's capture lock, exclusively (for a capture's end).
+    pub(crate) fn capture_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.capture_lock.write()
+    }
+
+    /// Undoes one [`watch_exclusive`](Self::watch_exclusive).
+    pub(crate) fn unwatch(&self) {
+        self.watch.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Records a fence after everything queued so far, unless one exists or all is known
+    /// complete (a capture's begin: later waits for that work then never need to record a fence
+    /// in the capturing stream). `a` is this queue's context, current.
+    pub(crate) fn fence_all(&self, a: &Active) -> Result<()> {
+        let mut st = self.state.lock();
+        let seq = self.seq.load(Ordering::SeqCst);
+        if st.done >= seq || st.fences.back().is_some_and(|f| f.seq >= seq) {
+            return Ok(());
+        }
+        if self.capturing(a) {
+            // Already capturing (a second begin, which the driver refuses): never a fence in
+            // a capture.
+            return Ok(());
+        }
+        relaxed(|| self.record_fence(a, &mut st)).map(drop)
     }
 
     /// The raw stream handle (`0x1` / `0x2` for the default streams).
@@ -273,7 +426,7 @@ impl Queue {
         if self.capturing(&a) {
             return Ok(None);
         }
-        self.record_fence(&a, &mut st).map(Some)
+        relaxed(|| self.record_fence(&a, &mut st)).map(Some)
     }
 
     /// Marks everything up to `seq` complete and drops the fences it covers.
@@ -297,10 +450,12 @@ impl Queue {
             return Ok(());
         };
         // SAFETY: the fence's context is live and current, and kept from a reset by `a`.
-        a.check(
-            unsafe { sys::cuEventSynchronize(f.event.raw()) },
-            "cuEventSynchronize",
-        )?;
+        relaxed(|| {
+            a.check(
+                unsafe { sys::cuEventSynchronize(f.event.raw()) },
+                "cuEventSynchronize",
+            )
+        })?;
         self.completed(f.seq);
         Ok(())
     }
@@ -317,7 +472,7 @@ impl Queue {
         };
         // SAFETY: the event lives (held by `f`) in a context kept from a reset by `_pin`;
         // querying needs no current context.
-        match driver::rc(unsafe { sys::cuEventQuery(f.event.raw()) }) {
+        match driver::rc(relaxed(|| unsafe { sys::cuEventQuery(f.event.raw()) })) {
             0 => {
                 self.completed(f.seq);
                 Ok(true)
@@ -567,8 +722,113 @@ impl<'q> Lane<'q> {
     /// the queue after stream-ordered allocations made elsewhere, runs `op` (the driver call),
     /// then notes every use at this submission's point in the queue. The one place where device
     /// work on memory is queued.
+    ///
+    /// On a stream being captured by the crate, the work is refused
+    /// ([`Error::NotCapturable`], and the capture's end fails): use
+    /// [`submit_capturable`](Self::submit_capturable) for work audited for replay.
     #[inline]
     pub(crate) fn submit<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        self.submit_in(call, uses, None, op).0
+    }
+
+    /// As [`submit`](Self::submit), for work that may be recorded into a graph as it is: on a
+    /// stream being captured, the memory in `uses` is admitted as a graph node's (device memory
+    /// of the stream's device; a stream-ordered allocation is waited for), `keep` gives what
+    /// else the work refers to (a function, a host closure; called only under capture, before
+    /// `op`), and all of it goes into the capture's tokens instead of uses noted on the queue.
+    #[inline]
+    pub(crate) fn submit_capturable<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        keep: &mut dyn FnMut() -> Result<Tokens>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        self.submit_in(call, uses, Some(keep), op).0
+    }
+
+    /// As [`submit_capturable`](Self::submit_capturable), also returning the id of the capture
+    /// the work went into (`None`: queued).
+    pub(crate) fn submit_capturable_id<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        keep: &mut dyn FnMut() -> Result<Tokens>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> (Result<R>, Option<u64>) {
+        self.submit_in(call, uses, Some(keep), op)
+    }
+
+    #[inline]
+    fn submit_in<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        keep: Option<&mut dyn FnMut() -> Result<Tokens>>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> (Result<R>, Option<u64>) {
+        let q = self.queue();
+        // Held until the work is queued (or captured): a capture cannot begin or end meanwhile.
+        let entry = q.enter();
+        if entry.watched() {
+            match crate::graph::capture::session_of(&self.a, q) {
+                Err(e) => return (Err(e), None),
+                Ok(Some(s)) => {
+                    let r = self.submit_captured(&s, call, uses, keep, op);
+                    return (r, Some(s.id));
+                }
+                Ok(None) => {}
+            }
+        }
+        let r = self.submit_queued(call, uses, op);
+        drop(entry);
+        (r, None)
+    }
+
+    /// A submission on a stream being captured by the crate (see `submit_capturable`).
+    #[cold]
+    fn submit_captured<R>(
+        &self,
+        s: &crate::graph::capture::Session,
+        call: &'static str,
+        uses: &[Use<'_>],
+        keep: Option<&mut dyn FnMut() -> Result<Tokens>>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        let r = (|| {
+            let Some(keep) = keep else {
+                return Err(Error::NotCapturable {
+                    call,
+                    reason: crate::graph::capture::refusal(call),
+                });
+            };
+            let (device, generation) = self.a.id();
+            let mut tokens: Tokens = Vec::with_capacity(uses.len() + 1);
+            for u in uses {
+                let t = crate::graph::admit_memory(u.alloc, device, generation, call)?;
+                tokens.push(Box::new(t));
+            }
+            // Admission may have entered another context (waiting for an allocation).
+            self.a.rebind()?;
+            tokens.extend(keep()?);
+            let r = op(&self.a, self.raw());
+            // Kept even when `op` failed: part of the work may be in the graph.
+            s.keep(tokens);
+            r
+        })();
+        if let Err(e) = &r {
+            s.poison(call, e);
+        }
+        r
+    }
+
+    #[inline]
+    fn submit_queued<R>(
         &self,
         call: &'static str,
         uses: &[Use<'_>],
@@ -636,7 +896,7 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
                 return Ok(None);
             };
             // SAFETY: the event is held by `f`, its context pinned.
-            if driver::rc(unsafe { sys::cuEventQuery(f.event.raw()) }) == 0 {
+            if driver::rc(relaxed(|| unsafe { sys::cuEventQuery(f.event.raw()) })) == 0 {
                 queue.completed(f.seq);
                 return Ok(None);
             }
@@ -761,11 +1021,11 @@ fn bury(g: Grave) {
         ..
     } = g;
     let dev = context::device_state(device).ok();
-    let r = match context::enter_live(device, generation) {
+    let r = relaxed(|| match context::enter_live(device, generation) {
         Ok(Some(a)) => free(Some(&a)),
         Ok(None) => free(None),
         Err(e) => Err(e),
-    };
+    });
     if let (Err(e), Some(d)) = (r, dev) {
         d.defer(during, e);
     }
@@ -799,6 +1059,15 @@ fn ready(g: &mut Grave) -> bool {
 }
 
 fn reclaimer(y: &Yard) {
+    // The reclaimer's queries and frees never invalidate a user's capture in global mode (made
+    // from any thread then, they would): its capture mode stays relaxed.
+    {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED as u32;
+        let p = (&mut mode as *mut u32).cast::<sys::CUstreamCaptureMode>();
+        // SAFETY: a valid in/out parameter of the enum's size; the call only sets this
+        // thread's mode. (Never swapped back: the thread runs for the process's life.)
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(p) };
+    }
     let mut pause = Duration::from_micros(50);
     loop {
         let batch: Vec<Grave> = {
@@ -899,11 +1168,14 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
             a.rebind()?;
             // Frees queued in the crate's stream for frees are complete once it is.
             if let Ok(s) = a.free_stream() {
-                // SAFETY: the crate's own stream of the current context, holding only frees.
-                let _ = a.check(
-                    unsafe { sys::cuStreamSynchronize(s) },
-                    "cuStreamSynchronize",
-                );
+                // SAFETY: the crate's own stream of the current context, holding only frees
+                // (never captured; relaxed so that a user's global capture survives it).
+                let _ = relaxed(|| {
+                    a.check(
+                        unsafe { sys::cuStreamSynchronize(s) },
+                        "cuStreamSynchronize",
+                    )
+                });
             }
             f()
         }
@@ -973,6 +1245,60 @@ mod tests {
         let sa2 = submit(&a, &[(&m, false)]);
         a.completed(sa2);
         assert!(m.take_points().is_empty());
+    }
+
+    #[test]
+    fn a_capture_begin_waits_for_submissions_past_the_check_and_later_ones_see_the_watch() {
+        let q = queue(QueueKind::Owned);
+        // Unwatched: the fast path, counted.
+        let e = q.enter();
+        assert!(!e.watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 1);
+        // A begin on another thread must wait for this submission to finish.
+        let (q2, begun) = (
+            q.clone(),
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        );
+        let b2 = begun.clone();
+        let begin = std::thread::spawn(move || {
+            let w = q2.watch_exclusive();
+            b2.store(true, Ordering::SeqCst);
+            drop(w);
+        });
+        // The begin raises the watch first, then waits.
+        while q.watch.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !begun.load(Ordering::SeqCst),
+            "the begin went ahead of a submission already past the check"
+        );
+        // The submission enters the queue again meanwhile (a free in the stream while an
+        // allocation reclaims memory): it must not wait for the begin that waits for it.
+        let nested = q.enter();
+        assert!(nested.watched());
+        drop(nested);
+        drop(e);
+        begin.join().unwrap();
+        assert!(begun.load(Ordering::SeqCst));
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        // Watched now: submissions take the capture lock shared and ask the driver.
+        let e = q.enter();
+        assert!(e.watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        assert!(
+            q.capture_lock.try_write().is_none(),
+            "an end must wait for a watched submission"
+        );
+        // Re-entering on the same thread (a drop inside a submission) does not block.
+        let again = q.enter();
+        assert!(again.watched());
+        drop((e, again));
+        assert!(q.capture_lock.try_write().is_some());
+        q.unwatch();
+        assert!(!q.enter().watched());
+        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
     }
 
     #[test]

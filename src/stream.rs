@@ -94,7 +94,7 @@ pub(crate) struct StreamInner {
     /// the submitting thread's own queue).
     queue: Option<Arc<Queue>>,
     /// Panics of host functions, reported by the next synchronize or query.
-    host_panics: Arc<Mutex<Vec<String>>>,
+    pub(crate) host_panics: Arc<Mutex<Vec<String>>>,
 }
 
 /// A CUDA stream (`cudaStream_t`): an ordered queue of work on one device.
@@ -353,6 +353,15 @@ impl Stream {
 
     /// Makes future work in this stream wait until `event` completes (`cudaStreamWaitEvent`).
     /// The event may belong to another device. Does not block the host.
+    ///
+    /// For an event recorded in an open stream capture, this stream joins the capture (the
+    /// fork of [`crate::graph::capture`]): its later work is captured too, until the capture
+    /// ends.
+    ///
+    /// # Errors
+    /// [`Error::CapturedEvent`] for an event last recorded in a capture that has ended; the
+    /// runtime's `cudaErrorStreamCaptureIsolation` when this stream is capturing and the event
+    /// was recorded outside the capture.
     #[doc(alias = "cudaStreamWaitEvent")]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         record((|| {
@@ -360,13 +369,23 @@ impl Stream {
             // in between would hand the driver a destroyed event.
             let (_pin, raw_event) = event.pinned_raw()?;
             let lane = self.lane()?;
-            lane.submit("cudaStreamWaitEvent", &[], |a, raw| {
-                // SAFETY: live stream of the current context; live event (pinned); flags 0.
-                a.check(
-                    unsafe { sys::cuStreamWaitEvent(raw, raw_event, 0) },
-                    "cuStreamWaitEvent",
-                )
-            })
+            let capture = event.captured_in();
+            if capture != 0 {
+                return crate::graph::capture::join(&lane, capture, raw_event);
+            }
+            lane.submit_capturable(
+                "cudaStreamWaitEvent",
+                &[],
+                &mut || Ok(Vec::new()),
+                |a, raw| {
+                    // SAFETY: live stream of the current context; live event (pinned); flags
+                    // 0.
+                    a.check(
+                        unsafe { sys::cuStreamWaitEvent(raw, raw_event, 0) },
+                        "cuStreamWaitEvent",
+                    )
+                },
+            )
         })())
     }
 
@@ -376,34 +395,45 @@ impl Stream {
     /// `f` must not call into CUDA (the runtime forbids it). A panic in `f` is caught; the next
     /// [`synchronize`](Self::synchronize) or [`query`](Self::query) of this stream reports it as
     /// [`Error::HostFnPanicked`].
+    ///
+    /// # Errors
+    /// [`Error::NotCapturable`] on a stream being captured: `f` runs once and is freed then,
+    /// but a graph would call it at every replay. Inside captures use
+    /// [`launch_host_fn_replayable`](Self::launch_host_fn_replayable).
     #[doc(alias = "cudaLaunchHostFunc")]
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         record((|| {
             let lane = self.lane_for_submit("cudaLaunchHostFunc")?;
-            // One allocation per call: the closure and the panic slot, taken back by the
-            // trampoline monomorphised for `F`.
-            let payload = Box::new(HostFn {
-                f,
-                panics: self.inner.host_panics.clone(),
-            });
-            let data = Box::into_raw(payload);
-            let r = lane.submit("cudaLaunchHostFunc", &[], |a, raw| {
-                // SAFETY: `data` is a leaked box that `host_fn_trampoline::<F>` takes back
-                // exactly once; on failure the driver never calls it and we take it back below.
-                a.check(
-                    unsafe {
-                        sys::cuLaunchHostFunc(raw, Some(host_fn_trampoline::<F>), data.cast())
-                    },
-                    "cuLaunchHostFunc",
-                )
-            });
-            if r.is_err() {
-                // SAFETY: the driver refused the call, so it holds no reference to `data`.
-                drop(unsafe { Box::from_raw(data) });
-            }
-            r
+            let panics = self.inner.host_panics.clone();
+            // Refused (and `f` dropped) on a capturing stream: not `submit_capturable`.
+            lane.submit("cudaLaunchHostFunc", &[], |a, raw| {
+                queue_host_fn(a, raw, f, panics)
+            })
         })())
     }
+}
+
+/// `cuLaunchHostFunc` of `f`, called once (on a stream that is not being captured).
+pub(crate) fn queue_host_fn<F: FnOnce() + Send + 'static>(
+    a: &Active,
+    raw: sys::CUstream,
+    f: F,
+    panics: Arc<Mutex<Vec<String>>>,
+) -> Result<()> {
+    // One allocation per call: the closure and the panic slot, taken back by the trampoline
+    // monomorphised for `F`.
+    let data = Box::into_raw(Box::new(HostFn { f, panics }));
+    // SAFETY: `data` is a leaked box that `host_fn_trampoline::<F>` takes back exactly once;
+    // on failure the driver never calls it and we take it back below.
+    let r = a.check(
+        unsafe { sys::cuLaunchHostFunc(raw, Some(host_fn_trampoline::<F>), data.cast()) },
+        "cuLaunchHostFunc",
+    );
+    if r.is_err() {
+        // SAFETY: the driver refused the call, so it holds no reference to `data`.
+        drop(unsafe { Box::from_raw(data) });
+    }
+    r
 }
 
 struct HostFn<F> {

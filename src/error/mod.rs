@@ -425,6 +425,36 @@ pub enum Error {
         /// For a changed dependency: the raw handle of the node it came from (0: none).
         from_node: usize,
     },
+    /// Work that cannot be recorded into a graph, queued on a stream being captured (or a
+    /// capture that cannot begin there), as `cudaErrorStreamCaptureUnsupported`. A refusal
+    /// inside a capture also makes its end fail ([`Error::CaptureFailed`]).
+    #[error("{call} cannot be captured into a graph: {reason}")]
+    NotCapturable {
+        /// The call.
+        call: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+    /// A stream capture ended, but an operation inside it failed or was refused, so the graph
+    /// would miss work: it was discarded (`cudaErrorStreamCaptureInvalidated`).
+    #[error("the stream capture failed: {call} inside it failed: {error}")]
+    CaptureFailed {
+        /// The first call that failed inside the capture.
+        call: &'static str,
+        /// Its error.
+        error: Box<Error>,
+    },
+    /// The event was last recorded in a stream capture, which records nothing that runs: it
+    /// cannot be queried, synchronised or waited for (outside its open capture) until it is
+    /// recorded again outside a capture (`cudaErrorCapturedEvent`).
+    #[error(
+        "{call}: the event was last recorded in a stream capture; record it again outside a \
+         capture first"
+    )]
+    CapturedEvent {
+        /// The call.
+        call: &'static str,
+    },
 }
 
 fn fmt_version(v: i32) -> String {
@@ -503,6 +533,9 @@ impl Error {
             Error::TextureDesc { code, .. }
             | Error::LaunchAttribute { code, .. }
             | Error::ComputeCapability { code, .. } => *code,
+            Error::NotCapturable { .. } => ErrorCode::StreamCaptureUnsupported,
+            Error::CaptureFailed { .. } => ErrorCode::StreamCaptureInvalidated,
+            Error::CapturedEvent { .. } => ErrorCode::CapturedEvent,
         }
     }
 
@@ -567,6 +600,7 @@ pub(crate) fn set_last_error(e: &Error) {
 pub(crate) fn record<T>(r: Result<T>) -> Result<T> {
     if let Err(e) = &r {
         set_last_error(e);
+        crate::graph::capture::poison_open_here(e);
     }
     r
 }

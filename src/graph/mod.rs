@@ -44,6 +44,12 @@
 //!   at instantiation (see [`ConditionalKind::While`]).
 //! * Texture and surface objects as kernel-node arguments, and host memory in copy nodes.
 //!
+//! # Stream capture
+//!
+//! Work queued on a stream can also be recorded into a graph ([`Stream::capture`](crate::Stream::capture),
+//! [`Stream::begin_capture`](crate::Stream::begin_capture)), with the same keep-alive guarantees
+//! as explicit nodes; see [`capture`] for the API, what it refuses and why.
+//!
 //! # Threads
 //!
 //! [`Graph`] and [`GraphExec`] are `Send` but not `Sync`, as the driver does not synchronise
@@ -51,6 +57,7 @@
 //! executable's nodes in per-node updates); calls on a graph and on its executables are
 //! serialised by a lock inside.
 
+pub mod capture;
 mod cond;
 mod exec;
 mod keep;
@@ -66,6 +73,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use capture::{
+    exchange_capture_mode, Capture, CaptureInfo, CaptureMode, CaptureModeGuard, CaptureStatus,
+};
 pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
 use keep::Bundle;
@@ -293,8 +303,9 @@ bitflags::bitflags! {
 }
 
 /// Checks that device memory may be used by a node of a graph on `device`/`generation`, and
-/// returns the token that keeps it alive.
-fn admit_memory(
+/// returns the token that keeps it alive. (Also the admission of memory a captured
+/// submission uses.)
+pub(crate) fn admit_memory(
     alloc: &Alloc,
     device: i32,
     generation: u64,
@@ -341,12 +352,12 @@ fn admit_memory(
 }
 
 /// A host node's closure, called at every launch; owned by the node's bundle.
-struct HostNode {
-    f: Box<dyn Fn() + Send + Sync>,
-    device: i32,
+pub(crate) struct HostNode {
+    pub(crate) f: Box<dyn Fn() + Send + Sync>,
+    pub(crate) device: i32,
 }
 
-unsafe extern "C" fn host_node_trampoline(data: *mut c_void) {
+pub(crate) unsafe extern "C" fn host_node_trampoline(data: *mut c_void) {
     // SAFETY: `data` points to a `HostNode` boxed in the node's bundle, which the graph's user
     // object keeps until no graph, executable or launch refers to it: every call comes first.
     let node = unsafe { &*data.cast::<HostNode>() };

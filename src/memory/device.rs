@@ -282,9 +282,13 @@ impl Drop for Alloc {
             return;
         }
         let ipc = self.ipc;
+        // Set when the allocation's own stream may be captured: the allocation point is waited
+        // for, and the free goes elsewhere (a capture would record a `cuMemFreeAsync` of a
+        // normal allocation, fail it and free nothing).
+        let mut alloc_point = None;
         let home = match self.home.take() {
             // Used on its own stream only: freed there in stream order, at once.
-            Some((s, _))
+            Some((s, seq))
                 if self.uses.only_on(s.home_queue())
                     && self
                         .order
@@ -292,15 +296,25 @@ impl Drop for Alloc {
                         .as_ref()
                         .is_none_or(|o| o.waited.is_empty()) =>
             {
-                context::release(device, generation, "freeing device memory", move |a| {
-                    // SAFETY: `ptr` is a live stream-ordered allocation of this context, used
-                    // only by work of its own stream, which the free follows.
-                    a.check(
-                        unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
-                        "cuMemFreeAsync",
-                    )
-                });
-                return;
+                // A capture of the crate cannot begin on the stream until the free is queued.
+                let entry = s.home_queue().enter();
+                if !entry.watched() {
+                    let s2 = s.clone();
+                    context::release(device, generation, "freeing device memory", move |a| {
+                        // SAFETY: `ptr` is a live stream-ordered allocation of this context,
+                        // used only by work of its own stream (not being captured: the entry
+                        // holds off a capture), which the free follows.
+                        a.check(
+                            unsafe { sys::cuMemFreeAsync(ptr, s2.as_raw()) },
+                            "cuMemFreeAsync",
+                        )
+                    });
+                    drop(entry);
+                    return;
+                }
+                drop(entry);
+                alloc_point = Some((s.home_queue().clone(), seq));
+                Some((s, seq))
             }
             home => home,
         };
@@ -317,24 +331,34 @@ impl Drop for Alloc {
             drop(order);
             return;
         }
-        let waits = self.uses.take_points();
+        let mut waits = self.uses.take_points();
+        if let Some((q, seq)) = alloc_point {
+            // Fenced at the capture's begin (or known done): the wait never records a fence in
+            // the capturing stream.
+            waits.push((q, seq));
+        }
         let free = move |a: Option<&Active>| {
             drop(order);
             // After a reset the memory died with its context.
             let Some(a) = a else { return Ok(()) };
             // Not `cuMemFree`: it waits for the whole device (unrelated, maybe stalled work
             // included) and holds up other threads' allocations meanwhile, as measured on
-            // driver 580. The free goes into a stream instead: the allocation's own, or the
-            // crate's stream for frees; every use of the memory is done already.
-            let stream = match &home {
-                Some((s, _)) => s.as_raw(),
-                None => a.free_stream()?,
+            // driver 580. The free goes into a stream instead: the allocation's own (unless a
+            // capture may involve it), or the crate's stream for frees; every use of the
+            // memory is done already.
+            let entry = home.as_ref().map(|(s, _)| s.home_queue().enter());
+            let stream = match (&home, &entry) {
+                (Some((s, _)), Some(e)) if !e.watched() => s.as_raw(),
+                _ => a.free_stream()?,
             };
-            // SAFETY: a live allocation of this context whose uses are all done.
-            a.check(
+            // SAFETY: a live allocation of this context whose uses (and allocation) are all
+            // done, freed in a stream no capture records.
+            let r = a.check(
                 unsafe { sys::cuMemFreeAsync(ptr, stream) },
                 "cuMemFreeAsync",
-            )
+            );
+            drop(entry);
+            r
         };
         if waits.is_empty() {
             context::release(device, generation, "freeing device memory", move |a| {
@@ -787,34 +811,44 @@ fn copy_dtod<T: DeviceRepr>(
     } else {
         Use::device(s, false)
     };
-    lane.submit(call, &[Use::device(d, true), src_use], |a, raw| {
-        if peer {
-            // Pinned by the admission of the source until this returns.
-            let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
-            // SAFETY: both ranges are live device memory of `bytes` bytes in their (live,
-            // pinned) contexts; the stream belongs to the destination's context, current.
-            return a.check(
+    // Capturable: device memory on both sides (a peer source is refused under capture by the
+    // graph admission, as another device's memory).
+    let mut keep = || Ok(Vec::new());
+    lane.submit_capturable(
+        call,
+        &[Use::device(d, true), src_use],
+        &mut keep,
+        |a, raw| {
+            if peer {
+                // Pinned by the admission of the source until this returns.
+                let src_ctx = context::pin(s.device, s.generation, "the source buffer")?;
+                // SAFETY: both ranges are live device memory of `bytes` bytes in their (live,
+                // pinned) contexts; the stream belongs to the destination's context, current.
+                return a.check(
+                    unsafe {
+                        sys::cuMemcpyPeerAsync(
+                            dst.device_ptr(),
+                            a.ctx_raw(),
+                            src.device_ptr(),
+                            src_ctx.ctx_raw(),
+                            bytes,
+                            raw,
+                        )
+                    },
+                    "cuMemcpyPeerAsync",
+                );
+            }
+            // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context
+            // (device memory of this device, or mapped / managed memory); `dst` is borrowed
+            // exclusively, so they do not overlap.
+            a.check(
                 unsafe {
-                    sys::cuMemcpyPeerAsync(
-                        dst.device_ptr(),
-                        a.ctx_raw(),
-                        src.device_ptr(),
-                        src_ctx.ctx_raw(),
-                        bytes,
-                        raw,
-                    )
+                    sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw)
                 },
-                "cuMemcpyPeerAsync",
-            );
-        }
-        // SAFETY: both ranges are live memory of `bytes` bytes reachable from this context
-        // (device memory of this device, or mapped / managed memory); `dst` is borrowed
-        // exclusively, so they do not overlap.
-        a.check(
-            unsafe { sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, raw) },
-            "cuMemcpyDtoDAsync",
-        )
-    })
+                "cuMemcpyDtoDAsync",
+            )
+        },
+    )
 }
 
 /// Sets `count` elements of `elem` bytes (1, 2 or 4) starting at `ptr` with a pitch of
@@ -880,7 +914,8 @@ fn memset_pattern<T: DeviceRepr>(
     }
     let alloc = dst.allocation();
     let lane = on.lane(alloc)?;
-    lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
+    let mut keep = || Ok(Vec::new());
+    lane.submit_capturable(call, &[Use::device(alloc, true)], &mut keep, |a, raw| {
         memset_raw(a, raw, dst.device_ptr(), elem, elem, bytes / elem, pattern)
     })
 }
@@ -903,7 +938,8 @@ fn fill<T: DeviceRepr>(
         .into_iter()
         .find(|&w| size.is_multiple_of(w) && dst.device_ptr() % w as u64 == 0)
         .unwrap_or(1);
-    lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
+    let mut keep = || Ok(Vec::new());
+    lane.submit_capturable(call, &[Use::device(alloc, true)], &mut keep, |a, raw| {
         for (k, chunk) in bytes.chunks(word).enumerate() {
             let pattern = match word {
                 4 => u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
@@ -1226,6 +1262,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let (a, home) = match on {
             Some(s) => (s.enter()?, Some(s)),
             None => (context::enter_current()?, None),
+        };
+        // On a stream captured by the crate the allocation would be a graph allocation, valid
+        // only inside launches: refused (and the capture's end fails). Held until queued.
+        let _entry = match home {
+            Some(s) => Some(crate::graph::capture::refuse_if_captured(
+                &a,
+                s.home_queue(),
+                "cudaMallocAsync",
+            )?),
+            None => None,
         };
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;

@@ -9,6 +9,7 @@
 //! `CUDA_RUNTIME_TEST_SLOW=10 GPU_TIMEOUT=560 SANITIZE_TOOLS=memcheck bash .gpu/run.sh sanitize --
 //! --skip sticky_error_in_a_child_process` (one tool per run: each takes minutes).
 
+mod capture;
 mod common;
 mod device;
 mod driver_errors;
@@ -84,6 +85,7 @@ fn main() {
         (None, _) => (false, None),
     };
     let all: Vec<&GpuTest> = [
+        capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,
         graph_nodes::TESTS,

@@ -8,15 +8,25 @@
 //! stand-ins: graph memory refused outside its graph and ordered by the edges the crate adds,
 //! device-launch and conditional-body refusals, per-node updates, and every user object and
 //! host closure released once nothing refers to it.
+//!
+//! First, a capture phase: stream captures (global, thread-local, relaxed; fork and join;
+//! buffers dropped inside the open capture; refused operations) while other threads drop
+//! buffers, events and streams and read page-locked memory. The null driver simulates capture
+//! and counts every call of the crate's own housekeeping that would break a user's capture on
+//! the real driver (a fence recorded in a capturing stream, a free in a capturing stream, an
+//! "unsafe" call not relaxed during a global capture).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuda_runtime::graph::{ConditionalKind, Graph, InstantiateOptions, MemsetValue};
+use cuda_runtime::graph::{
+    CaptureMode, CaptureModeGuard, CaptureStatus, ConditionalKind, Graph, InstantiateOptions,
+    MemsetValue,
+};
 use cuda_runtime::{
-    kernel_args, kernels, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, Stream,
-    StreamFlags,
+    kernel_args, kernels, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, PinnedBuffer,
+    Stream, StreamFlags,
 };
 
 fn null_driver_count(name: &str) -> u64 {
@@ -279,8 +289,150 @@ fn graph_checks() {
     println!("null-driver harness: graph checks passed");
 }
 
+/// Captures against the null driver's simulation (see the module docs); panics on a wrong
+/// result of the crate, and the driver counts violations.
+fn capture_phase() {
+    let dev = Device::current().unwrap();
+    for round in 0..50u32 {
+        let mode = [
+            CaptureMode::Global,
+            CaptureMode::ThreadLocal,
+            CaptureMode::Relaxed,
+        ][round as usize % 3];
+        // Made before the capture: what the helper thread releases during it.
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            let t = Stream::new().unwrap();
+            let mut bufs = Vec::new();
+            for k in 0..6u32 {
+                let mut b = DeviceBuffer::<u32>::new_async(256, &t).unwrap();
+                b.fill_async(k, &t).unwrap();
+                bufs.push(b);
+                let mut p = DeviceBuffer::<u32>::new(256).unwrap();
+                p.fill_async(k, &t).unwrap();
+                bufs.push(p);
+            }
+            let events: Vec<Event> = (0..3)
+                .map(|_| {
+                    let e = Event::new().unwrap();
+                    e.record(&t).unwrap();
+                    e
+                })
+                .collect();
+            let mut pinned = PinnedBuffer::<u32>::new(256).unwrap();
+            bufs[1].copy_to_pinned_async(&mut pinned, &t).unwrap();
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            drop(bufs);
+            drop(events);
+            let _ = pinned.as_slice().unwrap().len();
+            drop(t);
+            drop(pinned);
+            // A user allocation during a global capture needs the thread relaxed.
+            let _relaxed = CaptureModeGuard::new(CaptureMode::Relaxed).unwrap();
+            drop(DeviceBuffer::<u32>::new(64).unwrap());
+        });
+        ready_rx.recv().unwrap();
+        let s = Stream::new().unwrap();
+        let side = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+        let mut home = DeviceBuffer::<u32>::new_async(512, &s).unwrap();
+        home.fill_async(1, &s).unwrap();
+        let unused = DeviceBuffer::<u32>::new_async(512, &s).unwrap();
+        let mut a = DeviceBuffer::<u32>::new(512).unwrap();
+        let mut used_elsewhere = DeviceBuffer::<u32>::new(512).unwrap();
+        used_elsewhere.fill_async(5, &side).unwrap();
+        let (fork, join) = (Event::new().unwrap(), Event::new().unwrap());
+        let graph = s
+            .capture(mode, |s| {
+                go_tx.send(()).unwrap();
+                assert_eq!(s.is_capturing()?, CaptureStatus::Active);
+                a.copy_from_device_async(&home, s)?;
+                // Dropped inside the open capture: kept, and never freed in the capturing
+                // stream.
+                drop(home);
+                drop(unused);
+                drop(used_elsewhere);
+                fork.record(s)?;
+                side.wait_event(&fork)?;
+                a.fill_async(round, &side)?;
+                side.launch_host_fn_replayable(|| {})?;
+                join.record(&side)?;
+                s.wait_event(&join)?;
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("round {round} ({mode:?}): {e}"));
+        helper.join().unwrap();
+        assert_eq!(side.is_capturing().unwrap(), CaptureStatus::None);
+        // The captured event is refused outside its capture.
+        assert!(matches!(fork.query(), Err(Error::CapturedEvent { .. })));
+        drop(graph);
+        // Refusals poison the capture.
+        let mut b = DeviceBuffer::<u32>::new(16).unwrap();
+        let r = s.capture(mode, |s| {
+            let refused = b.copy_from_host_async(&[1; 16], s);
+            assert!(matches!(refused, Err(Error::NotCapturable { .. })), "{refused:?}");
+            let refused = s.launch_host_fn(|| {});
+            assert!(matches!(refused, Err(Error::NotCapturable { .. })), "{refused:?}");
+            Ok(())
+        });
+        assert!(matches!(r, Err(Error::CaptureFailed { .. })), "{r:?}");
+        // A clean stream afterwards.
+        b.fill_async(2, &s).unwrap();
+        s.synchronize().unwrap();
+    }
+    assert!(matches!(
+        Stream::legacy().unwrap().begin_capture(CaptureMode::Global),
+        Err(Error::NotCapturable { .. })
+    ));
+    // Submissions racing captures of the stream they go to: each is queued (before the begin or
+    // after the end) or captured with the crate knowing it (the null driver checks that the
+    // submitting thread asked for the capture status in that very capture).
+    let shared = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let racers: Vec<_> = (0..3u32)
+        .map(|k| {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                dev.set_current().unwrap();
+                let mut b = DeviceBuffer::<u32>::new(256).unwrap();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    b.fill_async(k, &shared).unwrap();
+                    let e = Event::new().unwrap();
+                    e.record(&shared).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut x = DeviceBuffer::<u32>::new(256).unwrap();
+    for _ in 0..300 {
+        drop(
+            shared
+                .capture(CaptureMode::Relaxed, |s| x.fill_async(1, s))
+                .unwrap(),
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
+    println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
+    // Graphs and their tokens are released at the next call of the crate.
+    dev.synchronize().unwrap();
+    let objects = null_driver_count("nulldrv_user_objects");
+    assert_eq!(objects, 0, "user objects of dropped graphs still alive");
+    let v = null_driver_count("nulldrv_violations");
+    println!("null-driver harness: 50 capture rounds, {v} violations");
+    if v != 0 {
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     graph_checks();
+    capture_phase();
     let secs: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
