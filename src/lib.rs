@@ -99,6 +99,10 @@ pub use device::{
     device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
     set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
 };
+pub use device::{
+    choose_device, set_valid_devices, AsyncNotification, AsyncNotificationRegistration,
+    AtomicCapability, AtomicOperation, ComputeMode, DeviceRequirements, FlushScope, P2PAttribute,
+};
 pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
     Result,
