@@ -107,7 +107,9 @@ pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
     Result,
 };
+pub mod entry_point;
 pub mod event;
+pub mod logs;
 pub mod graph;
 pub mod kernels;
 pub mod memory;
@@ -115,7 +117,7 @@ mod queue;
 pub mod stream;
 pub mod texture;
 
-pub use event::{Event, EventFlags};
+pub use event::{Event, EventFlags, EventRecordFlags};
 pub use graph::{Graph, GraphExec, GraphNode};
 pub use l2::{AccessPolicyGuard, AccessPolicyWindow, AccessProperty};
 pub use memory::{

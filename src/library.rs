@@ -198,9 +198,22 @@ impl Library {
     /// The mangled names of the library's kernels (`cudaLibraryEnumerateKernels`), in the
     /// driver's order.
     #[doc(alias = "cudaLibraryEnumerateKernels")]
-    #[doc(alias = "cudaLibraryGetKernelCount")]
     pub fn kernel_names(&self) -> Vec<&str> {
         self.inner.kernels.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// How many kernels the library has (`cudaLibraryGetKernelCount`), as the driver counted
+    /// them when it was loaded.
+    #[doc(alias = "cudaLibraryGetKernelCount")]
+    pub fn kernel_count(&self) -> usize {
+        self.inner.kernels.len()
+    }
+
+    /// Every kernel of the library, as launchable handles in the driver's order
+    /// (`cudaLibraryEnumerateKernels`).
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let names: Vec<String> = self.kernel_names().iter().map(|n| n.to_string()).collect();
+        names.iter().map(|n| self.kernel(n)).collect()
     }
 
     /// The kernel `name` (`cudaLibraryGetKernel`): its mangled or `extern "C"` name, or, for
@@ -310,6 +323,43 @@ impl Library {
                     })
                 }
                 code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetGlobal"))),
+            }
+            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+            Symbol::checked(&a, ptr, size, name, Some(keep))
+        })())
+    }
+}
+
+impl Library {
+    /// The `__managed__` variable `name`, typed as `T` (`cudaLibraryGetManaged`).
+    ///
+    /// The variable is managed memory, one copy for the whole process (every device sees the
+    /// same bytes). The crate reaches it through [`Symbol`]'s checked copies, which are
+    /// ordered against the device work that uses it; it hands out no CPU reference to it (one
+    /// would race with kernels writing it).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the library has no managed variable of that name;
+    /// [`Error::SymbolSize`] when `T`'s size differs from the variable's.
+    #[doc(alias = "cudaLibraryGetManaged")]
+    pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Symbol<T>> {
+        record((|| {
+            let a = context::enter_current()?;
+            let cname = c_name(name, "managed variable name")?;
+            let (mut ptr, mut size) = (0u64, 0usize);
+            // SAFETY: live library; NUL-terminated name; valid out-parameters.
+            let r = driver::rc(unsafe {
+                sys::cuLibraryGetManaged(&mut ptr, &mut size, self.inner.raw.0, cname.as_ptr())
+            });
+            match r {
+                0 => {}
+                500 => {
+                    return Err(Error::NotFound {
+                        what: "managed variable",
+                        name: name.to_string(),
+                    })
+                }
+                code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetManaged"))),
             }
             let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
             Symbol::checked(&a, ptr, size, name, Some(keep))

@@ -434,12 +434,16 @@ unsafe extern "C" fn notify_trampoline(
     if info.is_null() {
         return;
     }
-    // SAFETY: the driver passes a valid notification for the duration of the call.
-    let info = unsafe { *info };
-    let n = match info.type_ as u32 {
+    // SAFETY: the driver passes a valid notification for the duration of the call. Its type
+    // is read as the plain integer it is (a value the bindings' enum lacks must never be
+    // materialised as that enum): `type_` is the struct's first field, a `repr(u32)` enum.
+    let kind = unsafe { info.cast::<u32>().read() };
+    let n = match kind {
         1 => AsyncNotification::OverBudget {
             // SAFETY: the over-budget member is the one the driver filled for this type.
-            bytes_over_budget: unsafe { info.info.overBudget.bytesOverBudget },
+            bytes_over_budget: unsafe {
+                std::ptr::addr_of!((*info).info.overBudget.bytesOverBudget).read()
+            },
         },
         other => AsyncNotification::Other(other),
     };
