@@ -55,6 +55,7 @@
 //!   memory died with the context and is not freed twice.
 
 mod array;
+mod batch;
 mod device;
 pub(crate) mod host;
 mod ipc;
@@ -74,6 +75,7 @@ pub(crate) use device::{Alloc, AllocKeep};
 pub(crate) fn sealed_allocation<M: device::sealed::Sealed + ?Sized>(m: &M) -> &Alloc {
     m.allocation()
 }
+pub use batch::{CopyBatch, DiscardBatch, PrefetchBatch, RangeAttributes};
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
