@@ -1,7 +1,9 @@
 //! Stream-ordered memory pools: `cudaMemPoolCreate`, `cudaDeviceGetDefaultMemPool`,
 //! `cudaMemPoolSetAttribute` / `cudaMemPoolGetAttribute`, `cudaMemPoolTrimTo`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -55,6 +57,45 @@ pub struct PoolStats {
     /// Highest used since the last reset (`cudaMemPoolAttrUsedMemHigh`).
     pub used_high: u64,
 }
+
+/// How a device may access a pool's memory (`cudaMemAccessFlags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolAccess {
+    /// No access (`cudaMemAccessFlagsProtNone`).
+    None,
+    /// Reads only (`cudaMemAccessFlagsProtRead`).
+    Read,
+    /// Reads and writes (`cudaMemAccessFlagsProtReadWrite`).
+    ReadWrite,
+}
+
+impl PoolAccess {
+    fn to_raw(self) -> sys::CUmemAccess_flags {
+        use sys::CUmemAccess_flags::*;
+        match self {
+            PoolAccess::None => CU_MEM_ACCESS_FLAGS_PROT_NONE,
+            PoolAccess::Read => CU_MEM_ACCESS_FLAGS_PROT_READ,
+            PoolAccess::ReadWrite => CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        }
+    }
+
+    fn from_raw(n: u32) -> Result<PoolAccess> {
+        match n {
+            0 => Ok(PoolAccess::None),
+            1 => Ok(PoolAccess::Read),
+            3 => Ok(PoolAccess::ReadWrite),
+            n => Err(Error::InvalidValue {
+                what: "access flags from the driver",
+                value: n.to_string(),
+                reason: "not a cudaMemAccessFlags value",
+            }),
+        }
+    }
+}
+
+/// The pools this crate created and that still live, so that a device's current pool can be
+/// handed out as the very pool (sharing its lifetime), never as a second owner.
+static OWNED: Mutex<Vec<Weak<PoolInner>>> = Mutex::new(Vec::new());
 
 #[derive(Debug)]
 struct PoolInner {
@@ -157,14 +198,84 @@ impl MemPool {
     }
 
     fn wrap(a: &Active, raw: sys::CUmemoryPool, owned: bool) -> MemPool {
-        MemPool {
-            inner: Arc::new(PoolInner {
-                raw: Raw(raw),
-                device: a.dev.ordinal,
-                generation: a.generation(),
-                owned,
-            }),
+        let inner = Arc::new(PoolInner {
+            raw: Raw(raw),
+            device: a.dev.ordinal,
+            generation: a.generation(),
+            owned,
+        });
+        if owned {
+            let mut pools = OWNED.lock();
+            pools.retain(|w| w.strong_count() > 0);
+            pools.push(Arc::downgrade(&inner));
         }
+        MemPool { inner }
+    }
+
+    /// Sets how `device`'s work may access the pool's memory (`cudaMemPoolSetAccess`, one
+    /// descriptor). The pool's own device always has read-write access, which cannot be
+    /// lowered.
+    ///
+    /// Revoking access while `device`'s queued work still uses the pool's memory makes that
+    /// work fault on the GPU (an error the stream reports, sticky for the device), as in
+    /// libcudart; the crate refuses kernels and copies of one device on another device's
+    /// memory anyway, except peer copies, which need no pool access.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for lowering the owner's access; the driver's errors for a
+    /// device that cannot be a peer of the pool's device.
+    #[doc(alias = "cudaMemPoolSetAccess")]
+    pub fn set_access(&self, device: Device, access: PoolAccess) -> Result<()> {
+        record((|| {
+            if device.ordinal() == self.inner.device && access != PoolAccess::ReadWrite {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolSetAccess",
+                    value: format!("{access:?} for device {}", device.ordinal()),
+                    reason: "the pool's own device keeps read-write access",
+                });
+            }
+            crate::Device::new(device.ordinal())?;
+            let a = self.enter()?;
+            let desc = sys::CUmemAccessDesc {
+                location: sys::CUmemLocation {
+                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: device.ordinal(),
+                },
+                flags: access.to_raw(),
+            };
+            // SAFETY: live pool; one valid descriptor.
+            a.check(
+                unsafe { sys::cuMemPoolSetAccess(self.as_raw(), &desc, 1) },
+                "cuMemPoolSetAccess",
+            )
+        })())
+    }
+
+    /// How `device`'s work may access the pool's memory (`cudaMemPoolGetAccess`).
+    #[doc(alias = "cudaMemPoolGetAccess")]
+    pub fn access(&self, device: Device) -> Result<PoolAccess> {
+        record((|| {
+            crate::Device::new(device.ordinal())?;
+            let a = self.enter()?;
+            let mut loc = sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: device.ordinal(),
+            };
+            // Read as a plain number: a value the bindings' enum lacks must not be formed.
+            let mut flags = 0u32;
+            // SAFETY: live pool; valid location; `flags` has the enum's size.
+            a.check(
+                unsafe {
+                    sys::cuMemPoolGetAccess(
+                        (&mut flags as *mut u32).cast(),
+                        self.as_raw(),
+                        &mut loc,
+                    )
+                },
+                "cuMemPoolGetAccess",
+            )?;
+            PoolAccess::from_raw(flags)
+        })())
     }
 
     /// The raw `CUmemoryPool`.
@@ -321,6 +432,49 @@ impl MemPool {
 }
 
 impl Device {
+    /// The device's current pool, used by
+    /// [`DeviceBuffer::new_async`](crate::DeviceBuffer::new_async) (`cudaDeviceGetMemPool`;
+    /// `cudaMemGetMemPool` for a device location and pinned memory): the default pool until
+    /// [`set_mem_pool`](Self::set_mem_pool), and after a reset.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the current pool was set outside the crate (through the
+    /// driver API): its lifetime is unknown, so no handle to it is given out.
+    #[doc(alias = "cudaDeviceGetMemPool")]
+    #[doc(alias = "cudaMemGetMemPool")]
+    pub fn mem_pool(self) -> Result<MemPool> {
+        record((|| {
+            let a = context::enter(self.ordinal())?;
+            let (mut cur, mut def): (sys::CUmemoryPool, sys::CUmemoryPool) =
+                (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: valid device and out-parameters.
+            a.check(
+                unsafe { sys::cuDeviceGetMemPool(&mut cur, a.dev.raw) },
+                "cuDeviceGetMemPool",
+            )?;
+            // SAFETY: as above.
+            a.check(
+                unsafe { sys::cuDeviceGetDefaultMemPool(&mut def, a.dev.raw) },
+                "cuDeviceGetDefaultMemPool",
+            )?;
+            if cur == def {
+                return Ok(MemPool::wrap(&a, cur, false));
+            }
+            let generation = a.generation();
+            let found = OWNED.lock().iter().find_map(|w| {
+                w.upgrade().filter(|p| {
+                    p.raw.get() == cur && p.device == self.ordinal() && p.generation == generation
+                })
+            });
+            found.map(|inner| MemPool { inner }).ok_or_else(|| Error::InvalidValue {
+                what: "cudaDeviceGetMemPool",
+                value: format!("pool {cur:p} of device {}", self.ordinal()),
+                reason: "the device's current pool was set outside this crate; its lifetime is \
+                         unknown, so no handle to it is given out",
+            })
+        })())
+    }
+
     /// Makes `pool` the device's current pool, used by
     /// [`DeviceBuffer::new_async`](crate::DeviceBuffer::new_async) (`cudaDeviceSetMemPool`).
     ///
@@ -351,3 +505,17 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<MemPool>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_flags_round_trip() {
+        for a in [PoolAccess::None, PoolAccess::Read, PoolAccess::ReadWrite] {
+            assert_eq!(PoolAccess::from_raw(a.to_raw() as u32).unwrap(), a);
+        }
+        let e = PoolAccess::from_raw(2).unwrap_err();
+        assert!(e.to_string().contains("2"), "{e}");
+    }
+}
