@@ -21,6 +21,7 @@ mod library;
 mod memory;
 mod peer;
 mod pitched;
+mod runtime_rest;
 mod safety;
 mod stream;
 mod symbols;
@@ -93,6 +94,7 @@ fn main() {
         memory::TESTS,
         peer::TESTS,
         pitched::TESTS,
+        runtime_rest::TESTS,
         safety::TESTS,
         stream::TESTS,
         symbols::TESTS,

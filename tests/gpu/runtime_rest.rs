@@ -1,0 +1,501 @@
+//! The rest of the runtime (issue 14, item 5): device queries and settings, stream ids and
+//! callbacks, external event records, library kernel counts and managed variables, driver entry
+//! points, the error log, batched copies / prefetches / discards, range attributes, pool access
+//! and the device's current pool.
+
+use std::sync::{Arc, Mutex};
+
+use crate::common::{assert_same, random_f32, random_u32, rng};
+use cuda_runtime::entry_point::{driver_entry_point, EntryPointFlags};
+use cuda_runtime::memory::{CopyBatch, DiscardBatch, PrefetchBatch};
+use cuda_runtime::{
+    choose_device, device_count, get_device, kernel_args, logs, set_device, set_valid_devices,
+    AtomicOperation, ComputeMode, Device, DeviceAttribute, DeviceBuffer, DeviceFlags,
+    DeviceRequirements, Error, ErrorCode, Event, EventRecordFlags, FlushScope, Library,
+    LaunchConfig, Location, ManagedBuffer, MemAdvice, MemPool, MemPoolProps, P2PAttribute,
+    PoolAccess, Stream, StreamFlags,
+};
+
+crate::tests![
+    device_identity_queries,
+    choose_device_picks_a_matching_device,
+    valid_devices_set_the_current_device,
+    atomic_capabilities_and_rdma_flush,
+    async_notifications_register_and_unregister,
+    stream_ids_are_unique_and_stable,
+    stream_callbacks_run_in_order_with_status,
+    external_event_records_order_streams,
+    library_kernel_count_and_managed_variables,
+    driver_entry_point_is_callable,
+    batched_copies_move_random_data,
+    batched_prefetch_and_discard_of_managed_memory,
+    range_attributes_follow_advice_and_prefetch;
+    // Exclusive: the device flags and current pool are device-wide; the driver's log is
+    // process-wide, and other tests' refused calls would write into it.
+    exclusive:
+    sync_memops_flag_reaches_the_context,
+    driver_log_reports_a_failed_call,
+    current_pool_is_the_pool_that_was_set,
+    ;
+    two_gpus:
+    peer_attributes_and_pool_access_between_two_gpus,
+];
+
+fn device_identity_queries() {
+    for d in Device::all().unwrap() {
+        let id = d.pci_bus_id().unwrap();
+        assert_eq!(Device::by_pci_bus_id(&id).unwrap(), d, "bus id {id}");
+        // The short form (no domain) names the same device.
+        let short = id.split_once(':').map(|(_, rest)| rest).unwrap();
+        assert_eq!(Device::by_pci_bus_id(short).unwrap(), d, "bus id {short}");
+        let mode = d.compute_mode().unwrap();
+        assert_eq!(
+            mode.to_raw(),
+            d.attribute(DeviceAttribute::ComputeMode).unwrap()
+        );
+        assert_ne!(mode, ComputeMode::Prohibited, "a test device is usable");
+        d.init(None).unwrap();
+        // A device is not its own peer.
+        let e = d
+            .p2p_attribute(d, P2PAttribute::AccessSupported)
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidDevice);
+    }
+    // No device has this bus id: the driver's refusal, not a panic or a wrong device.
+    assert!(Device::by_pci_bus_id("ffff:ff:1f.7").is_err());
+    let e = Device::by_pci_bus_id("00\0:1").unwrap_err();
+    assert!(e.to_string().contains("NUL"), "{e}");
+}
+
+fn choose_device_picks_a_matching_device() {
+    let d0 = Device::new(0).unwrap();
+    let cc = (
+        d0.attribute(DeviceAttribute::ComputeCapabilityMajor).unwrap(),
+        d0.attribute(DeviceAttribute::ComputeCapabilityMinor).unwrap(),
+    );
+    let want = DeviceRequirements {
+        compute_capability: cc,
+        total_global_mem: d0.total_memory().unwrap(),
+        ..Default::default()
+    };
+    let got = choose_device(&want).unwrap();
+    let got_cc = (
+        got.attribute(DeviceAttribute::ComputeCapabilityMajor).unwrap(),
+        got.attribute(DeviceAttribute::ComputeCapabilityMinor).unwrap(),
+    );
+    assert!(got_cc >= cc, "{got_cc:?} < {cc:?}");
+    assert!(got.total_memory().unwrap() >= want.total_global_mem);
+    let e = choose_device(&DeviceRequirements {
+        compute_capability: (-1, 0),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+fn valid_devices_set_the_current_device() {
+    let n = device_count().unwrap();
+    let last = n - 1;
+    set_valid_devices(&[last]).unwrap();
+    assert_eq!(get_device().unwrap(), last);
+    assert_eq!(cuda_runtime::device::valid_devices(), vec![last]);
+    let e = set_valid_devices(&[0, 0]).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    let e = set_valid_devices(&[n]).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidDevice);
+    // The failed calls changed nothing.
+    assert_eq!(cuda_runtime::device::valid_devices(), vec![last]);
+    set_valid_devices(&[]).unwrap();
+    set_device(0).unwrap();
+    assert_eq!(get_device().unwrap(), 0);
+}
+
+fn atomic_capabilities_and_rdma_flush() {
+    let d = Device::current().unwrap();
+    let caps = d.host_atomic_capabilities(&AtomicOperation::ALL).unwrap();
+    assert_eq!(caps.len(), AtomicOperation::ALL.len());
+    // Without native host atomics, no operation is native over the link.
+    if d.attribute(DeviceAttribute::HostNativeAtomicSupported).unwrap() == 0 {
+        assert!(caps.iter().all(|c| c.is_empty()), "{caps:?}");
+    }
+    assert!(d.host_atomic_capabilities(&[]).unwrap().is_empty());
+    let e = d
+        .p2p_atomic_capabilities(d, &[AtomicOperation::IntegerAdd])
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidDevice);
+    let options = d
+        .attribute(DeviceAttribute::GPUDirectRDMAFlushWritesOptions)
+        .unwrap();
+    let r = d.flush_gpu_direct_rdma_writes(FlushScope::ToOwner);
+    if options != 0 {
+        r.unwrap();
+    } else if let Err(e) = r {
+        assert_eq!(e.code(), ErrorCode::NotSupported, "{e}");
+    }
+}
+
+fn async_notifications_register_and_unregister() {
+    let d = Device::current().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    match d.register_async_notification(move |n| s2.lock().unwrap().push(n)) {
+        Ok(reg) => {
+            assert_eq!(reg.device(), d);
+            // Two registrations at once are independent.
+            let second = d.register_async_notification(|_| {}).unwrap();
+            drop(reg);
+            drop(second);
+        }
+        Err(e) => assert_eq!(e.code(), ErrorCode::NotSupported, "{e}"),
+    }
+    // Work after the unregistration is unaffected.
+    let mut r = rng();
+    let data = random_u32(&mut r, 4096);
+    let buf = DeviceBuffer::from_slice(&data).unwrap();
+    assert_same("after notifications", &buf.to_vec().unwrap(), &data);
+}
+
+fn sync_memops_flag_reaches_the_context() {
+    let dev = Device::current().unwrap();
+    let before = dev.flags().unwrap();
+    dev.set_flags(DeviceFlags::SYNC_MEMOPS | DeviceFlags::SCHEDULE_BLOCKING_SYNC)
+        .unwrap();
+    let now = dev.flags().unwrap();
+    assert!(now.contains(DeviceFlags::SYNC_MEMOPS), "{now:?}");
+    assert!(now.contains(DeviceFlags::SCHEDULE_BLOCKING_SYNC), "{now:?}");
+    // Copies still move the right data with the flag on.
+    let mut r = rng();
+    let data = random_f32(&mut r, 1 << 16);
+    let buf = DeviceBuffer::from_slice(&data).unwrap();
+    assert_same("with sync memops", &buf.to_vec().unwrap(), &data);
+    dev.set_flags(before - DeviceFlags::MAP_HOST).unwrap();
+    assert_eq!(dev.flags().unwrap(), before);
+}
+
+fn stream_ids_are_unique_and_stable() {
+    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let (ia, ib) = (a.id().unwrap(), b.id().unwrap());
+    assert_ne!(ia, ib);
+    assert_eq!(a.id().unwrap(), ia);
+    let legacy = Stream::legacy().unwrap().id().unwrap();
+    assert_eq!(Stream::legacy().unwrap().id().unwrap(), legacy);
+    assert!(legacy != ia && legacy != ib);
+    let here = Stream::per_thread().unwrap().id().unwrap();
+    let there = std::thread::spawn(|| Stream::per_thread().unwrap().id().unwrap())
+        .join()
+        .unwrap();
+    assert_ne!(here, there, "each thread has its own per-thread stream");
+    assert_eq!(Stream::per_thread().unwrap().id().unwrap(), here);
+}
+
+fn stream_callbacks_run_in_order_with_status() {
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut r = rng();
+    let data = random_u32(&mut r, 1 << 16);
+    let mut d = DeviceBuffer::<u32>::new(data.len()).unwrap();
+    for i in 0..20u32 {
+        let l = log.clone();
+        s.add_callback(move |status| l.lock().unwrap().push((i, status.is_ok())))
+            .unwrap();
+        if i % 5 == 0 {
+            d.copy_from_host_async(&data, &s).unwrap();
+            d.memset_u32_async(i, &s).unwrap();
+        }
+    }
+    // A callback runs after the earlier copy: it can see the stream's data is complete.
+    let done = Arc::new(Mutex::new(false));
+    let d2 = done.clone();
+    s.add_callback(move |st| *d2.lock().unwrap() = st.is_ok())
+        .unwrap();
+    s.synchronize().unwrap();
+    let want: Vec<(u32, bool)> = (0..20).map(|i| (i, true)).collect();
+    assert_eq!(*log.lock().unwrap(), want);
+    assert!(*done.lock().unwrap());
+    assert_same("after callbacks", &d.to_vec().unwrap(), &vec![15u32; data.len()]);
+    // A panicking callback is reported by the next synchronize.
+    s.add_callback(|_| panic!("callback boom")).unwrap();
+    let e = s.synchronize().unwrap_err();
+    assert!(matches!(e, Error::HostFnPanicked { .. }), "{e}");
+}
+
+fn external_event_records_order_streams() {
+    let mut r = rng();
+    let data = random_f32(&mut r, 1 << 20);
+    let (a, b) = (
+        Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap(),
+        Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap(),
+    );
+    let mut x = DeviceBuffer::<f32>::new(data.len()).unwrap();
+    let mut y = DeviceBuffer::<f32>::new(data.len()).unwrap();
+    x.copy_from_host_async(&data, &a).unwrap();
+    let ev = Event::new().unwrap();
+    ev.record_with_flags(&a, EventRecordFlags::EXTERNAL).unwrap();
+    b.wait_event(&ev).unwrap();
+    y.copy_from_device_async(&x, &b).unwrap();
+    b.synchronize().unwrap();
+    assert!(ev.query().unwrap());
+    assert_same("ordered by the external record", &y.to_vec().unwrap(), &data);
+    ev.record_with_flags(&a, EventRecordFlags::empty()).unwrap();
+    let e = ev
+        .record_with_flags(&a, EventRecordFlags::from_bits_retain(0x8))
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+/// `tests/gpu/kernels/library.ptx`: six kernels (see `library.rs`).
+const LIBRARY_PTX: &str = include_str!("kernels/library.ptx");
+/// `tests/gpu/kernels/managed_var.ptx`: `__managed__ unsigned mvals[8]` and `bump_managed(k)`.
+const MANAGED_PTX: &str = include_str!("kernels/managed_var.ptx");
+
+fn library_kernel_count_and_managed_variables() {
+    let lib = Library::from_ptx(LIBRARY_PTX).unwrap();
+    assert_eq!(lib.kernel_count(), 6);
+    assert_eq!(lib.kernel_names().len(), 6);
+    let ks = lib.kernels().unwrap();
+    let mut names: Vec<&str> = ks.iter().map(|k| k.name()).collect();
+    let mut want = lib.kernel_names();
+    names.sort();
+    want.sort();
+    assert_eq!(names, want);
+
+    let mut r = rng();
+    let m = Library::from_ptx(MANAGED_PTX).unwrap();
+    let vals = m.managed::<[u32; 8]>("mvals").unwrap();
+    let init: [u32; 8] = std::array::from_fn(|_| r.u32(..));
+    let k = r.u32(..);
+    vals.copy_from_host(&init).unwrap();
+    let s = Stream::new().unwrap();
+    let bump = m.kernel("bump_managed").unwrap();
+    // SAFETY: bump_managed(unsigned k) touches mvals[0..8] only, with threads 0..8.
+    unsafe { bump.launch(&s, &LaunchConfig::new(1u32, 32u32), &kernel_args![k]) }.unwrap();
+    s.synchronize().unwrap();
+    let want: [u32; 8] =
+        std::array::from_fn(|i| init[i].wrapping_mul(k).wrapping_add(i as u32));
+    assert_eq!(vals.copy_to_host().unwrap(), want);
+    // Wrong size and missing names are refused.
+    assert!(matches!(
+        m.managed::<[u32; 4]>("mvals").unwrap_err(),
+        Error::SymbolSize { .. }
+    ));
+    assert!(matches!(
+        m.managed::<u32>("nothing").unwrap_err(),
+        Error::NotFound { .. }
+    ));
+}
+
+fn driver_entry_point_is_callable() {
+    let p = driver_entry_point("cuDriverGetVersion", 13000, EntryPointFlags::Default).unwrap();
+    type GetVersion = unsafe extern "C" fn(*mut i32) -> u32;
+    // SAFETY: cuDriverGetVersion has this signature in CUDA 13.0 and writes one int.
+    let f: GetVersion = unsafe { std::mem::transmute(p.as_ptr()) };
+    let mut v = 0i32;
+    // SAFETY: a valid out-parameter.
+    assert_eq!(unsafe { f(&mut v) }, 0);
+    assert_eq!(v, cuda_runtime::driver_version());
+    let e = driver_entry_point("cuNoSuchFunction", 13000, EntryPointFlags::Default).unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e}");
+    // The per-thread variant of a stream function is another address than the legacy one.
+    let legacy =
+        driver_entry_point("cuStreamQuery", 13000, EntryPointFlags::LegacyStream).unwrap();
+    let ptsz =
+        driver_entry_point("cuStreamQuery", 13000, EntryPointFlags::PerThreadDefaultStream)
+            .unwrap();
+    assert_ne!(legacy.as_ptr(), ptsz.as_ptr());
+}
+
+fn driver_log_reports_a_failed_call() {
+    let got = Arc::new(Mutex::new(Vec::<String>::new()));
+    let g2 = got.clone();
+    let cb = logs::register_callback(move |_, msg| g2.lock().unwrap().push(msg.to_string()))
+        .unwrap();
+    let mut from = logs::current().unwrap();
+    // Calls the driver refuses (which of them it logs is the driver's choice).
+    let dev = Device::current().unwrap();
+    let refused = [
+        dev.set_limit(cuda_runtime::Limit::StackSize, usize::MAX / 2).is_err(),
+        dev.set_limit(cuda_runtime::Limit::MaxL2FetchGranularity, 1 << 40).is_err(),
+    ];
+    eprintln!("refused by the driver: {refused:?}");
+    let text = logs::dump_to_memory(Some(&mut from)).unwrap();
+    drop(cb);
+    let seen = got.lock().unwrap().clone();
+    eprintln!("callback saw {seen:?}; dump since the position: {text:?}");
+    // Every message the callback received is in the log since the position, and nothing was
+    // logged that the callback missed.
+    for m in &seen {
+        assert!(text.contains(m.as_str()), "callback line {m:?} not in the dump {text:?}");
+    }
+    assert_eq!(seen.is_empty(), text.trim().is_empty(), "dump {text:?}, callback {seen:?}");
+    // Reading again from the advanced position returns nothing new (the test runs alone).
+    assert_eq!(logs::dump_to_memory(Some(&mut from)).unwrap(), "");
+    // After unregistering, the callback hears nothing more.
+    let _ = dev.set_limit(cuda_runtime::Limit::StackSize, usize::MAX / 2);
+    assert_eq!(got.lock().unwrap().len(), seen.len());
+    let path = std::env::temp_dir().join(format!("cuda-runtime-logs-{}.txt", std::process::id()));
+    logs::dump_to_file(None, &path).unwrap();
+    let _ = std::fs::remove_file(&path);
+}
+
+fn batched_copies_move_random_data() {
+    let mut r = rng();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let lens = [1usize, 1000, 65_536, 3, 0, 250_001];
+    let srcs: Vec<Vec<u32>> = lens.iter().map(|&n| random_u32(&mut r, n)).collect();
+    let dsrc: Vec<DeviceBuffer<u32>> = srcs
+        .iter()
+        .map(|v| DeviceBuffer::from_slice(v).unwrap())
+        .collect();
+    let mut dst: Vec<DeviceBuffer<u32>> = lens
+        .iter()
+        .map(|&n| DeviceBuffer::<u32>::zeroed(n).unwrap())
+        .collect();
+    // A managed destination and a view as a source take part too.
+    let mut managed = ManagedBuffer::<u32>::new(500).unwrap();
+    let view = dsrc[5].slice(1000..1500).unwrap();
+    let mut batch = CopyBatch::new();
+    for (d, s) in dst.iter_mut().zip(&dsrc) {
+        batch.copy(d, s);
+    }
+    batch.copy(&mut managed, &view);
+    assert_eq!(batch.len(), lens.len() + 1);
+    batch.submit(&s).unwrap();
+    for (i, d) in dst.iter().enumerate() {
+        assert_same(&format!("batch copy {i}"), &d.to_vec().unwrap(), &srcs[i]);
+    }
+    assert_same(
+        "batch copy into managed",
+        &managed.as_slice().unwrap(),
+        &srcs[5][1000..1500],
+    );
+    // Mismatched lengths name the copy; the legacy stream is refused.
+    let mut short = DeviceBuffer::<u32>::zeroed(10).unwrap();
+    let mut b = CopyBatch::new();
+    b.copy(&mut short, &dsrc[1]);
+    let e = b.submit(&s).unwrap_err();
+    assert!(e.to_string().contains("copy 0"), "{e}");
+    let mut b = CopyBatch::new();
+    b.copy(&mut dst[1], &dsrc[1]);
+    let e = b.submit(&Stream::legacy().unwrap()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+fn batched_prefetch_and_discard_of_managed_memory() {
+    let mut r = rng();
+    let n = 1 << 20;
+    let (a, b) = (random_f32(&mut r, n), random_f32(&mut r, n));
+    let ma = ManagedBuffer::from_slice(&a).unwrap();
+    let mb = ManagedBuffer::from_slice(&b).unwrap();
+    let mut mc = ManagedBuffer::<f32>::new(n).unwrap();
+    let dev = Device::current().unwrap();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    // Discard the output first (its old contents do not matter), then prefetch everything.
+    let mut d = DiscardBatch::new();
+    d.discard(&mut mc, ..).unwrap();
+    d.submit_and_prefetch(Location::Device(dev), &s).unwrap();
+    let mut p = PrefetchBatch::new();
+    p.prefetch(&ma, ..n / 2, Location::Device(dev)).unwrap();
+    p.prefetch(&ma, n / 2.., Location::Device(dev)).unwrap();
+    p.prefetch(&mb, .., Location::Device(dev)).unwrap();
+    p.submit(&s).unwrap();
+    cuda_runtime::kernels::vector_add::vadd(
+        &s,
+        &LaunchConfig::for_elements(n, 256).unwrap(),
+        &ma,
+        &mb,
+        &mut mc,
+    )
+    .unwrap();
+    let mut back = PrefetchBatch::new();
+    back.prefetch(&mc, .., Location::Host).unwrap();
+    back.submit(&s).unwrap();
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_same("after batched prefetches", &mc.as_slice().unwrap(), &want);
+    // A plain discard, then a write: the written values are what is read back.
+    let mut d = DiscardBatch::new();
+    d.discard(&mut mc, 1000..2000).unwrap();
+    d.submit(&s).unwrap();
+    mc.as_mut_slice().unwrap()[1000..2000].copy_from_slice(&a[..1000]);
+    assert_same("rewritten after discard", &mc.as_slice().unwrap()[1000..2000], &a[..1000]);
+    let mut p = PrefetchBatch::new();
+    let e = p.prefetch(&ma, 0..n + 1, Location::Host).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+fn range_attributes_follow_advice_and_prefetch() {
+    let mut r = rng();
+    let n = 1 << 20;
+    let data = random_u32(&mut r, n);
+    let m = ManagedBuffer::from_slice(&data).unwrap();
+    let dev = Device::current().unwrap();
+    let s = Stream::new().unwrap();
+    assert!(!m.read_mostly(..).unwrap());
+    m.advise(MemAdvice::SetReadMostly).unwrap();
+    assert!(m.read_mostly(..).unwrap());
+    m.advise(MemAdvice::SetPreferredLocation(Location::Device(dev)))
+        .unwrap();
+    m.advise(MemAdvice::SetAccessedBy(Location::Device(dev)))
+        .unwrap();
+    m.prefetch_async(Location::Device(dev), &s).unwrap();
+    s.synchronize().unwrap();
+    let at = m.range_attributes(..).unwrap();
+    assert!(at.read_mostly);
+    assert_eq!(at.preferred_location, Some(Location::Device(dev)));
+    assert_eq!(at.accessed_by, vec![dev]);
+    assert_eq!(at.last_prefetch_location, Some(Location::Device(dev)));
+    m.advise(MemAdvice::UnsetReadMostly).unwrap();
+    assert!(!m.read_mostly(10..20).unwrap());
+    assert_same("data kept", &m.as_slice().unwrap(), &data);
+    let e = m.read_mostly(5..5).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+fn current_pool_is_the_pool_that_was_set() {
+    // Runs on the last device so that tests using device 0's current pool are undisturbed.
+    let dev = Device::new(device_count().unwrap() - 1).unwrap();
+    let default = MemPool::default_for(dev).unwrap();
+    assert_eq!(dev.mem_pool().unwrap().as_raw(), default.as_raw());
+    let pool = MemPool::new(dev, MemPoolProps::default()).unwrap();
+    dev.set_mem_pool(&pool).unwrap();
+    let cur = dev.mem_pool().unwrap();
+    assert_eq!(cur.as_raw(), pool.as_raw());
+    assert_eq!(pool.access(dev).unwrap(), PoolAccess::ReadWrite);
+    let e = pool.set_access(dev, PoolAccess::Read).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    dev.set_mem_pool(&default).unwrap();
+    drop((cur, pool));
+    assert_eq!(dev.mem_pool().unwrap().as_raw(), default.as_raw());
+}
+
+fn peer_attributes_and_pool_access_between_two_gpus() {
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let access = d0.p2p_attribute(d1, P2PAttribute::AccessSupported).unwrap();
+    assert_eq!(access != 0, d0.can_access_peer(d1).unwrap());
+    let _rank = d0.p2p_attribute(d1, P2PAttribute::PerformanceRank).unwrap();
+    let caps = d0
+        .p2p_atomic_capabilities(d1, &AtomicOperation::ALL)
+        .unwrap();
+    assert_eq!(caps.len(), AtomicOperation::ALL.len());
+    if access == 0 {
+        return;
+    }
+    let pool = MemPool::new(d0, MemPoolProps::default()).unwrap();
+    assert_eq!(pool.access(d1).unwrap(), PoolAccess::None);
+    pool.set_access(d1, PoolAccess::ReadWrite).unwrap();
+    assert_eq!(pool.access(d1).unwrap(), PoolAccess::ReadWrite);
+    // Memory of the pool, now reachable from device 1, copied there and back.
+    let mut r = rng();
+    let data = random_u32(&mut r, 1 << 18);
+    set_device(0).unwrap();
+    let s0 = Stream::new().unwrap();
+    let mut src = DeviceBuffer::<u32>::new_from_pool_async(data.len(), &pool, &s0).unwrap();
+    src.copy_from_host_async(&data, &s0).unwrap();
+    s0.synchronize().unwrap();
+    set_device(1).unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(data.len()).unwrap();
+    dst.copy_from_device(&src).unwrap();
+    assert_same("pool memory seen from device 1", &dst.to_vec().unwrap(), &data);
+    pool.set_access(d1, PoolAccess::None).unwrap();
+    assert_eq!(pool.access(d1).unwrap(), PoolAccess::None);
+    set_device(0).unwrap();
+}
