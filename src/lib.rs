@@ -129,7 +129,7 @@ pub use memory::{
     DeviceWrite, HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice,
     HostSliceMut, IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach,
     MemPool, MemPoolProps, MemoryType, PageLocked, PageLockedMut, PinnedBuffer, PinnedView,
-    PinnedViewMut, PointerAttributes, PoolAccess, PoolStats, ReusePolicy, ShareableHandle,
+    PinnedViewMut, PointerAttributes, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy, ShareableHandle,
 };
 pub use memory::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub use stream::{

@@ -76,6 +76,9 @@ pub struct Alloc {
     order: parking_lot::Mutex<Option<Box<Order>>>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
+    /// Memory imported from another process's pool (`cuMemPoolImportPointer`): freed as usual,
+    /// and forgotten by the registry of imported pointers when freed.
+    pub(crate) pool_import: bool,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
     pub(crate) host: Option<Box<HostSide>>,
     /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
@@ -105,6 +108,7 @@ impl Alloc {
             uses: Uses::default(),
             order: parking_lot::Mutex::new(None),
             ipc: false,
+            pool_import: false,
             host: None,
             views: AtomicUsize::new(0),
             keep: OnceLock::new(),
@@ -318,10 +322,16 @@ impl Drop for Alloc {
             return;
         }
         let waits = self.uses.take_points();
+        let imported = self.pool_import;
         let free = move |a: Option<&Active>| {
             drop(order);
             // After a reset the memory died with its context.
-            let Some(a) = a else { return Ok(()) };
+            let Some(a) = a else {
+                if imported {
+                    super::pool::forget_import(device, generation, ptr);
+                }
+                return Ok(());
+            };
             // Not `cuMemFree`: it waits for the whole device (unrelated, maybe stalled work
             // included) and holds up other threads' allocations meanwhile, as measured on
             // driver 580. The free goes into a stream instead: the allocation's own, or the
@@ -331,10 +341,16 @@ impl Drop for Alloc {
                 None => a.free_stream()?,
             };
             // SAFETY: a live allocation of this context whose uses are all done.
-            a.check(
+            let r = a.check(
                 unsafe { sys::cuMemFreeAsync(ptr, stream) },
                 "cuMemFreeAsync",
-            )
+            );
+            // Forgotten only once freed: an import of the same pointer meanwhile is refused
+            // (it would alias this one), never handed the memory this free releases.
+            if imported {
+                super::pool::forget_import(device, generation, ptr);
+            }
+            r
         };
         if waits.is_empty() {
             context::release(device, generation, "freeing device memory", move |a| {

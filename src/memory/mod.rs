@@ -88,7 +88,9 @@ pub use pitched::{
     PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use pointer::{pointer_attributes, MemoryType, PointerAttributes};
-pub use pool::{MemPool, MemPoolProps, PoolAccess, PoolStats, ReusePolicy, ShareableHandle};
+pub use pool::{
+    MemPool, MemPoolProps, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy, ShareableHandle,
+};
 
 /// Plain data that may be copied to and from the device: `Copy`, no padding, no pointers to
 /// host memory, valid for any bit pattern (so reading back whatever the device wrote is sound).

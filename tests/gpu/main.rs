@@ -51,6 +51,7 @@ fn main() {
             .iter()
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
+            .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {

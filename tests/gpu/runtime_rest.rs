@@ -16,6 +16,9 @@ use cuda_runtime::{
     PoolAccess, Stream, StreamFlags,
 };
 
+/// Child tests (run in a process of their own by the tests below).
+pub const CHILDREN: &[(&str, fn())] = &[("pool_ipc_child", pool_ipc_child)];
+
 crate::tests![
     device_identity_queries,
     choose_device_picks_a_matching_device,
@@ -29,7 +32,8 @@ crate::tests![
     driver_entry_point_is_callable,
     batched_copies_move_random_data,
     batched_prefetch_and_discard_of_managed_memory,
-    range_attributes_follow_advice_and_prefetch;
+    range_attributes_follow_advice_and_prefetch,
+    pool_and_pointer_shared_with_a_second_process;
     // Exclusive: the device flags and current pool are device-wide; the driver's log is
     // process-wide, and other tests' refused calls would write into it.
     exclusive:
@@ -498,4 +502,92 @@ fn peer_attributes_and_pool_access_between_two_gpus() {
     pool.set_access(d1, PoolAccess::None).unwrap();
     assert_eq!(pool.access(d1).unwrap(), PoolAccess::None);
     set_device(0).unwrap();
+}
+
+const POOL_FD: &str = "CUDA_RUNTIME_TEST_POOL_FD";
+const POOL_PTR: &str = "CUDA_RUNTIME_TEST_POOL_PTR";
+const POOL_SEED: &str = "CUDA_RUNTIME_TEST_POOL_SEED";
+const POOL_LEN: usize = 100_000;
+
+fn pool_data(seed: u64) -> Vec<u32> {
+    let mut r = fastrand::Rng::with_seed(seed);
+    random_u32(&mut r, POOL_LEN)
+}
+
+/// A pool made shareable, one allocation of it filled with random data, exported (the pool as a
+/// file descriptor the child inherits, the pointer as text); the child imports both, checks the
+/// data, writes `3x + 1` back; the parent sees the child's writes.
+fn pool_and_pointer_shared_with_a_second_process() {
+    use std::os::fd::AsRawFd;
+    let seed = fastrand::u64(..);
+    let data = pool_data(seed);
+    let dev = Device::current().unwrap();
+    let pool = MemPool::new(
+        dev,
+        MemPoolProps {
+            handle_type: cuda_runtime::ShareableHandle::PosixFileDescriptor,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let s = Stream::new().unwrap();
+    let mut buf = DeviceBuffer::<u32>::new_from_pool_async(POOL_LEN, &pool, &s).unwrap();
+    buf.copy_from_host_async(&data, &s).unwrap();
+    s.synchronize().unwrap();
+    let export = buf.pool_export().unwrap();
+    let fd = pool.export_fd().unwrap();
+    // A copy without close-on-exec, for the child to inherit.
+    // SAFETY: duplicates a descriptor this test owns.
+    let inherit = unsafe { libc::dup(fd.as_raw_fd()) };
+    assert!(inherit >= 0);
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .env(crate::common::CHILD_VAR, "pool_ipc_child")
+        .env(POOL_FD, inherit.to_string())
+        .env(POOL_PTR, export.to_hex())
+        .env(POOL_SEED, seed.to_string())
+        .output()
+        .unwrap();
+    // SAFETY: closes the duplicate made above, which nothing else uses.
+    unsafe { libc::close(inherit) };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "pool IPC child failed:\n{text}");
+    assert!(text.contains("pool ipc child ok"), "{text}");
+    let want: Vec<u32> = data.iter().map(|x| x.wrapping_mul(3).wrapping_add(1)).collect();
+    assert_same("written by the other process", &buf.to_vec().unwrap(), &want);
+    // A pool without a shareable handle type has nothing to export.
+    let plain = MemPool::new(dev, MemPoolProps::default()).unwrap();
+    assert!(plain.export_fd().is_err());
+}
+
+fn pool_ipc_child() {
+    use std::os::fd::BorrowedFd;
+    let fd: i32 = std::env::var(POOL_FD).unwrap().parse().unwrap();
+    let export =
+        cuda_runtime::PoolPtrExport::from_hex(&std::env::var(POOL_PTR).unwrap()).unwrap();
+    let seed: u64 = std::env::var(POOL_SEED).unwrap().parse().unwrap();
+    let data = pool_data(seed);
+    // SAFETY: the parent passed an open descriptor this process inherited; it stays open for
+    // the whole child.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let pool = MemPool::import_fd(fd, Device::current().unwrap()).unwrap();
+    // More elements than the allocation holds: refused, and nothing stays imported.
+    let e = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN + (1 << 22))
+        .unwrap_err();
+    assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+    let mut shared = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN).unwrap();
+    assert_same("read through the imported pool", &shared.to_vec().unwrap(), &data);
+    // A second buffer of the same allocation would alias the first: refused.
+    let e = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN).unwrap_err();
+    assert!(e.to_string().contains("already"), "{e}");
+    let new: Vec<u32> = data.iter().map(|x| x.wrapping_mul(3).wrapping_add(1)).collect();
+    shared.copy_from_host(&new).unwrap();
+    // Freed (the import, before the exporter frees) once the copy is done.
+    drop(shared);
+    cuda_runtime::device::synchronize().unwrap();
+    println!("pool ipc child ok");
 }
