@@ -109,6 +109,7 @@ pub use error::{
 };
 pub mod entry_point;
 pub mod event;
+pub mod external;
 pub mod logs;
 pub mod graph;
 pub mod kernels;

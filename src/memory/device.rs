@@ -79,6 +79,10 @@ pub struct Alloc {
     /// Memory imported from another process's pool (`cuMemPoolImportPointer`): freed as usual,
     /// and forgotten by the registry of imported pointers when freed.
     pub(crate) pool_import: bool,
+    /// A buffer mapped from external memory (`cuExternalMemoryGetMappedBuffer`): freed with
+    /// `cuMemFree` on the dropping thread once its uses are done, then the external memory
+    /// (kept alive until then) may be destroyed.
+    pub(crate) external: Option<Arc<crate::external::ExtMemInner>>,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
     pub(crate) host: Option<Box<HostSide>>,
     /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
@@ -109,6 +113,7 @@ impl Alloc {
             order: parking_lot::Mutex::new(None),
             ipc: false,
             pool_import: false,
+            external: None,
             host: None,
             views: AtomicUsize::new(0),
             keep: OnceLock::new(),
@@ -309,6 +314,19 @@ impl Drop for Alloc {
             home => home,
         };
         let order = std::mem::take(self.order.get_mut());
+        if let Some(keep) = self.external.take() {
+            // As for IPC memory: `cuMemFree` waits for the whole device, so it runs on the
+            // dropping thread once the buffer's own uses are done; the external memory object
+            // is released after the free.
+            let uses = std::mem::take(&mut self.uses);
+            if context::in_host_fn() {
+                context::defer_release(move || free_external(device, generation, ptr, uses, keep));
+            } else {
+                free_external(device, generation, ptr, uses, keep);
+            }
+            drop(order);
+            return;
+        }
         if ipc {
             // Closing waits for the whole device (as `cuMemFree` does): done here, on the
             // dropping thread, once the mapping's own uses are done.
@@ -378,6 +396,28 @@ fn close_ipc(device: i32, generation: u64, ptr: u64, uses: Uses) {
             "cuIpcCloseMemHandle",
         );
         super::ipc::closed(ptr);
+        r
+    });
+}
+
+/// Frees a buffer mapped from external memory once its own uses are done, then lets the
+/// external memory go.
+fn free_external(
+    device: i32,
+    generation: u64,
+    ptr: u64,
+    uses: Uses,
+    keep: Arc<crate::external::ExtMemInner>,
+) {
+    if let Err(e) = uses.wait(true) {
+        if let Ok(d) = context::device_state(device) {
+            d.defer("waiting for work that uses external memory", e);
+        }
+    }
+    context::release(device, generation, "freeing a mapped external buffer", move |a| {
+        // SAFETY: mapped from external memory in this context; its uses are done.
+        let r = a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree");
+        drop(keep);
         r
     });
 }

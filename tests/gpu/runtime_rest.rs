@@ -17,7 +17,10 @@ use cuda_runtime::{
 };
 
 /// Child tests (run in a process of their own by the tests below).
-pub const CHILDREN: &[(&str, fn())] = &[("pool_ipc_child", pool_ipc_child)];
+pub const CHILDREN: &[(&str, fn())] = &[
+    ("pool_ipc_child", pool_ipc_child),
+    ("external_memory_child", external_memory_child),
+];
 
 crate::tests![
     device_identity_queries,
@@ -33,7 +36,9 @@ crate::tests![
     batched_copies_move_random_data,
     batched_prefetch_and_discard_of_managed_memory,
     range_attributes_follow_advice_and_prefetch,
-    pool_and_pointer_shared_with_a_second_process;
+    pool_and_pointer_shared_with_a_second_process,
+    external_memory_from_another_process,
+    external_semaphore_import_errors;
     // Exclusive: the device flags and current pool are device-wide; the driver's log is
     // process-wide, and other tests' refused calls would write into it.
     exclusive:
@@ -590,4 +595,185 @@ fn pool_ipc_child() {
     drop(shared);
     cuda_runtime::device::synchronize().unwrap();
     println!("pool ipc child ok");
+}
+
+const EXT_FD: &str = "CUDA_RUNTIME_TEST_EXT_FD";
+const EXT_SIZE: &str = "CUDA_RUNTIME_TEST_EXT_SIZE";
+const EXT_SEED: &str = "CUDA_RUNTIME_TEST_EXT_SEED";
+const EXT_LEN: usize = 300_000;
+
+/// `CUmemAllocationProp` of CUDA 13.0 (cuda.h), for the raw allocation the test exports.
+#[repr(C)]
+struct AllocationProp {
+    kind: u32,
+    handle_types: u32,
+    location_type: u32,
+    location_id: i32,
+    win32_metadata: *mut std::ffi::c_void,
+    compression: u8,
+    rdma_capable: u8,
+    usage: u16,
+    reserved: [u8; 4],
+}
+
+/// Makes `bytes` (rounded up to the granularity) of device memory with `cuMemCreate`,
+/// exportable as a POSIX file descriptor, exports it, and releases the allocation handle (the
+/// descriptor keeps the memory). Returns the descriptor and the rounded size. Driver calls
+/// through the crate's driver entry points.
+fn exported_allocation(device: i32, bytes: usize) -> (std::os::fd::OwnedFd, usize) {
+    use std::os::fd::FromRawFd;
+    let f = |name| driver_entry_point(name, 13000, EntryPointFlags::Default).unwrap();
+    type Granularity = unsafe extern "C" fn(*mut usize, *const AllocationProp, u32) -> u32;
+    type Create = unsafe extern "C" fn(*mut u64, usize, *const AllocationProp, u64) -> u32;
+    type Export = unsafe extern "C" fn(*mut std::ffi::c_void, u64, u32, u64) -> u32;
+    type Release = unsafe extern "C" fn(u64) -> u32;
+    // SAFETY: the CUDA 13.0 signatures of these four driver functions.
+    let (granularity, create, export, release) = unsafe {
+        (
+            std::mem::transmute::<*mut std::ffi::c_void, Granularity>(
+                f("cuMemGetAllocationGranularity").as_ptr(),
+            ),
+            std::mem::transmute::<*mut std::ffi::c_void, Create>(f("cuMemCreate").as_ptr()),
+            std::mem::transmute::<*mut std::ffi::c_void, Export>(
+                f("cuMemExportToShareableHandle").as_ptr(),
+            ),
+            std::mem::transmute::<*mut std::ffi::c_void, Release>(f("cuMemRelease").as_ptr()),
+        )
+    };
+    let prop = AllocationProp {
+        kind: 1,         // CU_MEM_ALLOCATION_TYPE_PINNED
+        handle_types: 1, // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        location_type: 1, // CU_MEM_LOCATION_TYPE_DEVICE
+        location_id: device,
+        win32_metadata: std::ptr::null_mut(),
+        compression: 0,
+        rdma_capable: 0,
+        usage: 0,
+        reserved: [0; 4],
+    };
+    let mut g = 0usize;
+    // SAFETY: valid out-parameter and properties; 0 = CU_MEM_ALLOC_GRANULARITY_MINIMUM.
+    assert_eq!(unsafe { granularity(&mut g, &prop, 0) }, 0);
+    let size = bytes.div_ceil(g) * g;
+    let mut handle = 0u64;
+    // SAFETY: valid out-parameter and properties; flags 0.
+    assert_eq!(unsafe { create(&mut handle, size, &prop, 0) }, 0);
+    let mut fd: i32 = -1;
+    // SAFETY: a live allocation handle; for this handle type the driver writes one int.
+    assert_eq!(
+        unsafe { export((&mut fd as *mut i32).cast(), handle, 1, 0) },
+        0
+    );
+    // SAFETY: the handle is ours; the exported descriptor keeps the memory.
+    assert_eq!(unsafe { release(handle) }, 0);
+    assert!(fd >= 0);
+    // SAFETY: a descriptor the driver just opened for this process.
+    (unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }, size)
+}
+
+/// Device memory made with `cuMemCreate` and exported as a POSIX descriptor; this process
+/// imports it as external memory and fills it with random data, a second process (inheriting a
+/// copy of the descriptor) imports it, checks the data and writes `x ^ 0x5a5a5a5a` back, which
+/// this process then reads. A mipmapped array mapped from the same memory round-trips texels.
+fn external_memory_from_another_process() {
+    use cuda_runtime::external::{ExternalMemory, ExternalMemoryKind};
+    use std::os::fd::AsRawFd;
+    let seed = fastrand::u64(..);
+    let data = ext_data(seed);
+    let dev = Device::current().unwrap();
+    let (fd, size) = exported_allocation(dev.ordinal(), EXT_LEN * 4 + (1 << 20));
+    // SAFETY: duplicates a descriptor this test owns; the copy has no close-on-exec.
+    let inherit = unsafe { libc::dup(fd.as_raw_fd()) };
+    assert!(inherit >= 0);
+    let ext = ExternalMemory::import(ExternalMemoryKind::OpaqueFd, fd, size as u64, false).unwrap();
+    assert_eq!(ext.size(), size as u64);
+    let mut buf = ext.mapped_buffer::<u32>(0, EXT_LEN).unwrap();
+    buf.copy_from_host(&data).unwrap();
+    // Mappings past the end, or empty, are refused before the driver.
+    assert!(ext.mapped_buffer::<u32>(size as u64 - 4, 2).is_err());
+    assert!(ext.mapped_buffer::<u32>(0, 0).is_err());
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .env(crate::common::CHILD_VAR, "external_memory_child")
+        .env(EXT_FD, inherit.to_string())
+        .env(EXT_SIZE, size.to_string())
+        .env(EXT_SEED, seed.to_string())
+        .output()
+        .unwrap();
+    // SAFETY: closes the copy made for the child, which nothing else uses.
+    unsafe { libc::close(inherit) };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "external memory child failed:\n{text}");
+    assert!(text.contains("external memory child ok"), "{text}");
+    let want: Vec<u32> = data.iter().map(|x| x ^ 0x5a5a_5a5a).collect();
+    assert_same("written by the other process", &buf.to_vec().unwrap(), &want);
+    // A second mapping of the same bytes sees them too.
+    let view = ext.mapped_buffer::<u32>(4 * 1000, 1000).unwrap();
+    assert_same("second mapping", &view.to_vec().unwrap(), &want[1000..2000]);
+    // A mipmapped array over the memory past the buffer: texels round-trip.
+    let mip = ext
+        .mapped_mipmapped_array::<u32>(
+            (EXT_LEN * 4).next_multiple_of(1 << 16) as u64,
+            cuda_runtime::ArrayShape::D2 { width: 64, height: 64 },
+            1,
+            cuda_runtime::ArrayFlags::empty(),
+        )
+        .unwrap();
+    let texels = random_u32(&mut rng(), 64 * 64);
+    let mut level = mip.level(0).unwrap();
+    level.copy_from_host(&texels).unwrap();
+    assert_same("mapped mipmapped array", &level.to_vec().unwrap(), &texels);
+    // The external memory outlives its handle while the mappings live.
+    drop(ext);
+    assert_same("after the handle's drop", &view.to_vec().unwrap(), &want[1000..2000]);
+    drop((buf, view, level, mip));
+    Device::current().unwrap().synchronize().unwrap();
+    assert!(Device::current().unwrap().take_deferred_errors().is_empty());
+}
+
+fn ext_data(seed: u64) -> Vec<u32> {
+    let mut r = fastrand::Rng::with_seed(seed);
+    random_u32(&mut r, EXT_LEN)
+}
+
+fn external_memory_child() {
+    use cuda_runtime::external::{ExternalMemory, ExternalMemoryKind};
+    use std::os::fd::FromRawFd;
+    let fd: i32 = std::env::var(EXT_FD).unwrap().parse().unwrap();
+    let size: u64 = std::env::var(EXT_SIZE).unwrap().parse().unwrap();
+    let seed: u64 = std::env::var(EXT_SEED).unwrap().parse().unwrap();
+    let data = ext_data(seed);
+    // SAFETY: the parent passed an open descriptor this process inherited and nothing else in
+    // this process uses; ownership goes to the import.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let ext = ExternalMemory::import(ExternalMemoryKind::OpaqueFd, fd, size, false).unwrap();
+    let mut buf = ext.mapped_buffer::<u32>(0, EXT_LEN).unwrap();
+    assert_same("read through external memory", &buf.to_vec().unwrap(), &data);
+    let new: Vec<u32> = data.iter().map(|x| x ^ 0x5a5a_5a5a).collect();
+    buf.copy_from_host(&new).unwrap();
+    drop(buf);
+    drop(ext);
+    cuda_runtime::device::synchronize().unwrap();
+    println!("external memory child ok");
+}
+
+fn external_semaphore_import_errors() {
+    use cuda_runtime::external::{
+        ExternalMemory, ExternalMemoryKind, ExternalSemaphore, ExternalSemaphoreKind,
+    };
+    // Descriptors the driver cannot import: errors, never a panic; the descriptor is closed.
+    let f = std::fs::File::open("/dev/null").unwrap();
+    let e = ExternalSemaphore::import(ExternalSemaphoreKind::OpaqueFd, f.into()).unwrap_err();
+    assert!(matches!(e, Error::Cuda { .. }), "{e}");
+    let f = std::fs::File::open("/dev/null").unwrap();
+    assert!(ExternalMemory::import(ExternalMemoryKind::OpaqueFd, f.into(), 4096, false).is_err());
+    // The device still works.
+    let mut r = rng();
+    let data = random_u32(&mut r, 1000);
+    let b = DeviceBuffer::from_slice(&data).unwrap();
+    assert_same("after refused imports", &b.to_vec().unwrap(), &data);
 }
