@@ -32,6 +32,7 @@ crate::tests![
     stream_callbacks_run_in_order_with_status,
     external_event_records_order_streams,
     library_kernel_count_and_managed_variables,
+    kernel_attributes_per_device_and_unified_functions,
     driver_entry_point_is_callable,
     batched_copies_move_random_data,
     batched_prefetch_and_discard_of_managed_memory,
@@ -776,4 +777,29 @@ fn external_semaphore_import_errors() {
     let data = random_u32(&mut r, 1000);
     let b = DeviceBuffer::from_slice(&data).unwrap();
     assert_same("after refused imports", &b.to_vec().unwrap(), &data);
+}
+
+fn kernel_attributes_per_device_and_unified_functions() {
+    let lib = Library::from_ptx(LIBRARY_PTX).unwrap();
+    let k = lib.kernel("scale<float>").unwrap();
+    for d in Device::all().unwrap() {
+        let optin = d
+            .attribute(DeviceAttribute::MaxSharedMemoryPerBlockOptin)
+            .unwrap() as u32;
+        let want = 48 * 1024 + (optin - 48 * 1024) / 2;
+        k.set_max_dynamic_shared_size_for(d, want).unwrap();
+        k.set_preferred_shared_memory_carveout_for(d, 50).unwrap();
+        d.set_current().unwrap();
+        let at = k.function().unwrap().attributes().unwrap();
+        assert_eq!(at.max_dynamic_shared_size_bytes as u32, want, "device {d:?}");
+        assert_eq!(at.preferred_shmem_carveout, 50, "device {d:?}");
+        // Above the device's opt-in limit: the driver refuses.
+        assert!(k.set_max_dynamic_shared_size_for(d, optin + 1).is_err());
+        let e = k.set_preferred_shared_memory_carveout_for(d, 101).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+    }
+    set_device(0).unwrap();
+    // A PTX library has no unified functions.
+    let e = lib.unified_function("scale").unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e}");
 }
