@@ -122,7 +122,7 @@ pub use event::{Event, EventFlags, EventRecordFlags};
 pub use graph::{Graph, GraphExec, GraphNode};
 pub use l2::{AccessPolicyGuard, AccessPolicyWindow, AccessProperty};
 pub use memory::{
-    copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
+    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched, HostPitchedMut,
     PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use memory::{

@@ -35,6 +35,7 @@ crate::tests![
     kernel_attributes_per_device_and_unified_functions,
     driver_entry_point_is_callable,
     batched_copies_move_random_data,
+    batched_3d_copies_match_a_cpu_model,
     batched_prefetch_and_discard_of_managed_memory,
     range_attributes_follow_advice_and_prefetch,
     pool_and_pointer_shared_with_a_second_process,
@@ -802,4 +803,118 @@ fn kernel_attributes_per_device_and_unified_functions() {
     // A PTX library has no unified functions.
     let e = lib.unified_function("scale").unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
+}
+
+/// Copies `e` from `src` (pitch `sp` elements, `sr` rows per slice) at `a` into `dst` (pitch
+/// `dp`, `dr` rows) at `b`: the CPU reference of a 3-D copy.
+#[allow(clippy::too_many_arguments)]
+fn model_3d(
+    dst: &mut [u32],
+    dp: usize,
+    dr: usize,
+    b: cuda_runtime::Pos,
+    src: &[u32],
+    sp: usize,
+    sr: usize,
+    a: cuda_runtime::Pos,
+    e: cuda_runtime::Extent,
+) {
+    for z in 0..e.depth {
+        for y in 0..e.height {
+            for x in 0..e.width {
+                dst[((b.z + z) * dr + b.y + y) * dp + b.x + x] =
+                    src[((a.z + z) * sr + a.y + y) * sp + a.x + x];
+            }
+        }
+    }
+}
+
+fn batched_3d_copies_match_a_cpu_model() {
+    use cuda_runtime::{copy_3d, Array, ArrayFlags, Copy3D, Extent, HostPitched, HostPitchedMut, PitchedBuffer, Pos};
+    let mut r = rng();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    for round in 0..6 {
+        let full = Extent::new(r.usize(8..200), r.usize(4..40), r.usize(1..5));
+        let host = random_u32(&mut r, full.width * full.height * full.depth);
+        let mut a = PitchedBuffer::<u32>::new_3d(full).unwrap();
+        copy_3d(
+            &mut a,
+            &HostPitched::new(&host, full.width, full.height).unwrap(),
+            &Copy3D::new(full),
+        )
+        .unwrap();
+        let mut b = PitchedBuffer::<u32>::new_3d(full).unwrap();
+        let mut arr = Array::<u32>::new_3d(full, ArrayFlags::empty())
+            .unwrap();
+        let mut back = PitchedBuffer::<u32>::new_3d(full).unwrap();
+        // Zero the destinations so that untouched parts are known.
+        let zeros = vec![0u32; host.len()];
+        for d in [&mut b, &mut back] {
+            copy_3d(
+                d,
+                &HostPitched::new(&zeros, full.width, full.height).unwrap(),
+                &Copy3D::new(full),
+            )
+            .unwrap();
+        }
+        arr.copy_from_host(&zeros).unwrap();
+        // A random sub-region, random positions on both sides.
+        let e = Extent::new(
+            r.usize(1..=full.width),
+            r.usize(1..=full.height),
+            r.usize(1..=full.depth),
+        );
+        let pos = |r: &mut fastrand::Rng| {
+            Pos::new(
+                r.usize(0..=full.width - e.width),
+                r.usize(0..=full.height - e.height),
+                r.usize(0..=full.depth - e.depth),
+            )
+        };
+        let (p1, p2, p3, p4) = (pos(&mut r), pos(&mut r), pos(&mut r), pos(&mut r));
+        let mut batch = cuda_runtime::Copy3DBatch::new();
+        // pitched -> pitched, pitched -> array, in one batch (independent destinations).
+        batch.copy(&mut b, &a, Copy3D::new(e).src_pos(p1).dst_pos(p2));
+        batch.copy(&mut arr, &a, Copy3D::new(e).src_pos(p3).dst_pos(p4));
+        batch.submit(&s).unwrap();
+        // array -> pitched in a second batch.
+        let mut second = cuda_runtime::Copy3DBatch::new();
+        second.copy(&mut back, &arr, Copy3D::new(full));
+        second.submit(&s).unwrap();
+        s.synchronize().unwrap();
+        let (w, h) = (full.width, full.height);
+        let mut want_b = zeros.clone();
+        model_3d(&mut want_b, w, h, p2, &host, w, h, p1, e);
+        let mut want_arr = zeros.clone();
+        model_3d(&mut want_arr, w, h, p4, &host, w, h, p3, e);
+        let mut got = vec![0u32; host.len()];
+        copy_3d(
+            &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+            &b,
+            &Copy3D::new(full),
+        )
+        .unwrap();
+        assert_same(&format!("round {round}: pitched to pitched"), &got, &want_b);
+        copy_3d(
+            &mut HostPitchedMut::new(&mut got, w, h).unwrap(),
+            &back,
+            &Copy3D::new(full),
+        )
+        .unwrap();
+        assert_same(&format!("round {round}: through the array"), &got, &want_arr);
+    }
+    // A region past the side names the copy; host sides are refused.
+    let full = Extent::new(16, 16, 1);
+    let src = PitchedBuffer::<u32>::new_3d(full).unwrap();
+    let mut dst = PitchedBuffer::<u32>::new_3d(full).unwrap();
+    let mut batch = cuda_runtime::Copy3DBatch::new();
+    batch.copy(&mut dst, &src, Copy3D::new(Extent::new(8, 8, 1)).src_pos(Pos::new(12, 0, 0)));
+    let e = batch.submit(&s).unwrap_err();
+    assert!(e.to_string().contains("copy 0"), "{e}");
+    let host = vec![1u32; 256];
+    let hp = HostPitched::new(&host, 16, 16).unwrap();
+    let mut batch = cuda_runtime::Copy3DBatch::new();
+    batch.copy(&mut dst, &hp, Copy3D::new(full));
+    let e = batch.submit(&s).unwrap_err();
+    assert!(e.to_string().contains("host"), "{e}");
 }
