@@ -161,7 +161,10 @@ mod tests {
         let e = entry_from("cuFoo", 13000, 1, std::ptr::null_mut()).unwrap_err();
         assert!(e.to_string().contains("cuFoo"), "{e}");
         let e = entry_from("cuBar", 12000, 2, std::ptr::null_mut()).unwrap_err();
-        assert!(e.to_string().contains("cuBar for CUDA version 12000"), "{e}");
+        assert!(
+            e.to_string().contains("cuBar for CUDA version 12000"),
+            "{e}"
+        );
         // Success without an address is treated as not found, never as a null function.
         assert!(entry_from("cuFoo", 13000, 0, std::ptr::null_mut()).is_err());
     }

@@ -190,9 +190,7 @@ impl ExternalMemory {
     #[doc(alias = "cudaExternalMemoryGetMappedBuffer")]
     pub fn mapped_buffer<T: DeviceRepr>(&self, offset: u64, len: usize) -> Result<DeviceBuffer<T>> {
         record((|| {
-            let bytes = len
-                .checked_mul(std::mem::size_of::<T>())
-                .map(|b| b as u64);
+            let bytes = len.checked_mul(std::mem::size_of::<T>()).map(|b| b as u64);
             if bytes == Some(0) {
                 return Err(Error::InvalidValue {
                     what: "cudaExternalMemoryGetMappedBuffer",
@@ -200,7 +198,12 @@ impl ExternalMemory {
                     reason: "a mapping has at least one byte",
                 });
             }
-            check_span(offset, bytes, self.inner.size, "cudaExternalMemoryGetMappedBuffer")?;
+            check_span(
+                offset,
+                bytes,
+                self.inner.size,
+                "cudaExternalMemoryGetMappedBuffer",
+            )?;
             let bytes = bytes.unwrap_or(0);
             let a = self.enter()?;
             // SAFETY: all-zero is a valid buffer descriptor (integers only).
@@ -338,8 +341,7 @@ impl ExternalSemaphore {
             let a = context::enter_current()?;
             // SAFETY: all-zero is a valid descriptor (integers, a union of an int and
             // pointers); the fields that matter are set below.
-            let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC =
-                unsafe { std::mem::zeroed() };
+            let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
             desc.type_ = kind.to_raw();
             desc.handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
             let mut raw: sys::CUexternalSemaphore = std::ptr::null_mut();
@@ -462,8 +464,8 @@ mod tests {
     #[test]
     fn a_zero_size_import_is_refused_before_the_driver() {
         let f = std::fs::File::open("/dev/null").unwrap();
-        let e = ExternalMemory::import(ExternalMemoryKind::OpaqueFd, f.into(), 0, false)
-            .unwrap_err();
+        let e =
+            ExternalMemory::import(ExternalMemoryKind::OpaqueFd, f.into(), 0, false).unwrap_err();
         assert!(e.to_string().contains("at least one byte"), "{e}");
     }
 }

@@ -96,12 +96,12 @@ pub mod error;
 pub use cuda_runtime_build::kernel_sig;
 
 pub use device::{
-    device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
-    set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
-};
-pub use device::{
     choose_device, set_valid_devices, AsyncNotification, AsyncNotificationRegistration,
     AtomicCapability, AtomicOperation, ComputeMode, DeviceRequirements, FlushScope, P2PAttribute,
+};
+pub use device::{
+    device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
+    set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
 };
 pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
@@ -110,9 +110,9 @@ pub use error::{
 pub mod entry_point;
 pub mod event;
 pub mod external;
-pub mod logs;
 pub mod graph;
 pub mod kernels;
+pub mod logs;
 pub mod memory;
 mod queue;
 pub mod stream;
@@ -122,23 +122,24 @@ pub use event::{Event, EventFlags, EventRecordFlags};
 pub use graph::{Graph, GraphExec, GraphNode};
 pub use l2::{AccessPolicyGuard, AccessPolicyWindow, AccessProperty};
 pub use memory::{
-    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched, HostPitchedMut,
-    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched,
+    HostPitchedMut, PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use memory::{
     pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
     DeviceWrite, HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice,
     HostSliceMut, IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach,
     MemPool, MemPoolProps, MemoryType, PageLocked, PageLockedMut, PinnedBuffer, PinnedView,
-    PinnedViewMut, PointerAttributes, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy, ShareableHandle,
+    PinnedViewMut, PointerAttributes, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy,
+    ShareableHandle,
 };
 pub use memory::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
 };
 pub use texture::{
-    AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, SurfaceObject,
-    Texel, TexelScalar, TextureDesc, TextureObject,
+    AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, ResourceDesc,
+    SurfaceObject, Texel, TexelScalar, TextureDesc, TextureObject,
 };
 pub mod l2;
 pub mod launch;

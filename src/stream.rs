@@ -350,14 +350,7 @@ impl Stream {
                 // SAFETY: `data` is a leaked box that `callback_trampoline::<F>` takes back
                 // exactly once; on failure the driver never calls it and we take it back below.
                 a.check(
-                    unsafe {
-                        sys::cuStreamAddCallback(
-                            raw,
-                            Some(cb),
-                            data.cast(),
-                            0,
-                        )
-                    },
+                    unsafe { sys::cuStreamAddCallback(raw, Some(cb), data.cast(), 0) },
                     "cuStreamAddCallback",
                 )
             });

@@ -83,9 +83,7 @@ impl P2PAttribute {
         match self {
             P2PAttribute::PerformanceRank => CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
             P2PAttribute::AccessSupported => CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
-            P2PAttribute::NativeAtomicSupported => {
-                CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED
-            }
+            P2PAttribute::NativeAtomicSupported => CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
             P2PAttribute::CudaArrayAccessSupported => {
                 CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED
             }
@@ -231,7 +229,10 @@ pub fn choose_device(wanted: &DeviceRequirements) -> Result<Device> {
             use super::DeviceAttribute as A;
             candidates.push(Candidate {
                 ordinal: d.ordinal(),
-                cc: (d.attribute(A::ComputeCapabilityMajor)?, d.attribute(A::ComputeCapabilityMinor)?),
+                cc: (
+                    d.attribute(A::ComputeCapabilityMajor)?,
+                    d.attribute(A::ComputeCapabilityMinor)?,
+                ),
                 mem: d.total_memory()?,
                 sms: d.attribute(A::MultiProcessorCount)?,
                 integrated: d.attribute(A::Integrated)? != 0,
@@ -409,7 +410,8 @@ impl Drop for AsyncNotificationRegistration {
     fn drop(&mut self) {
         // SAFETY: a registration made by `register_async_notification` on this device and not
         // unregistered before (this is its only owner).
-        let r = unsafe { sys::cuDeviceUnregisterAsyncNotification(self.dev_raw, self.handle.get()) };
+        let r =
+            unsafe { sys::cuDeviceUnregisterAsyncNotification(self.dev_raw, self.handle.get()) };
         if let Err(e) = driver::check(r, "cuDeviceUnregisterAsyncNotification") {
             if let Ok(d) = device_state(self.device) {
                 d.defer("unregistering an asynchronous notification", e);
@@ -719,7 +721,11 @@ mod tests {
 
     #[test]
     fn choose_prefers_closest_capability_at_or_above() {
-        let devs = [cand(0, (8, 0), 108), cand(1, (9, 0), 132), cand(2, (8, 6), 84)];
+        let devs = [
+            cand(0, (8, 0), 108),
+            cand(1, (9, 0), 132),
+            cand(2, (8, 6), 84),
+        ];
         let mut w = DeviceRequirements {
             compute_capability: (8, 5),
             ..Default::default()
@@ -731,7 +737,11 @@ mod tests {
         w.compute_capability = (10, 0);
         assert_eq!(best_candidate(&w, &devs), Some(1));
         // Ties on capability go to more multiprocessors, then the lower ordinal.
-        let twins = [cand(0, (9, 0), 100), cand(1, (9, 0), 132), cand(2, (9, 0), 132)];
+        let twins = [
+            cand(0, (9, 0), 100),
+            cand(1, (9, 0), 132),
+            cand(2, (9, 0), 132),
+        ];
         w.compute_capability = (0, 0);
         assert_eq!(best_candidate(&w, &twins), Some(1));
         assert_eq!(best_candidate(&w, &[]), None);

@@ -134,7 +134,8 @@ impl<'a, T: DeviceRepr> CopyBatch<'a, T> {
                 // SAFETY: all-zero is a valid attribute set (plain integers and enums whose zero
                 // is a listed value); the fields that matter are set below.
                 let mut attr: sys::CUmemcpyAttributes = unsafe { std::mem::zeroed() };
-                attr.srcAccessOrder = sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+                attr.srcAccessOrder =
+                    sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
                 let here = sys::CUmemLocation {
                     type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
                     id: device,

@@ -414,12 +414,17 @@ fn free_external(
             d.defer("waiting for work that uses external memory", e);
         }
     }
-    context::release(device, generation, "freeing a mapped external buffer", move |a| {
-        // SAFETY: mapped from external memory in this context; its uses are done.
-        let r = a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree");
-        drop(keep);
-        r
-    });
+    context::release(
+        device,
+        generation,
+        "freeing a mapped external buffer",
+        move |a| {
+            // SAFETY: mapped from external memory in this context; its uses are done.
+            let r = a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree");
+            drop(keep);
+            r
+        },
+    );
 }
 
 /// A typed allocation of `len` elements of `T` in device memory (`cudaMalloc` or

@@ -84,8 +84,8 @@ pub use host::{
 pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};
 pub use pitched::{
-    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched, HostPitchedMut,
-    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched,
+    HostPitchedMut, PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use pointer::{pointer_attributes, MemoryType, PointerAttributes};
 pub use pool::{

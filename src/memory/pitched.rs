@@ -1229,9 +1229,10 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
                         array_region(dims, pos, p.extent, side).map_err(named)?;
                     }
                 }
-                let sr = region(src.layout(), p.src_pos, p.extent, elem, "source").map_err(named)?;
-                let dr =
-                    region(dst.layout(), p.dst_pos, p.extent, elem, "destination").map_err(named)?;
+                let sr =
+                    region(src.layout(), p.src_pos, p.extent, elem, "source").map_err(named)?;
+                let dr = region(dst.layout(), p.dst_pos, p.extent, elem, "destination")
+                    .map_err(named)?;
                 if sr.first == sr.end {
                     continue;
                 }
@@ -1256,8 +1257,14 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
                     matches!(sb, Base::Device(..)) && matches!(db, Base::Device(..));
                 let unit = if both_pointers { 1 } else { elem };
                 let s_op = operand(sb, src.layout(), &sr, p.src_pos, unit, "the batch's source")?;
-                let d_op =
-                    operand(db, dst.layout(), &dr, p.dst_pos, unit, "the batch's destination")?;
+                let d_op = operand(
+                    db,
+                    dst.layout(),
+                    &dr,
+                    p.dst_pos,
+                    unit,
+                    "the batch's destination",
+                )?;
                 // SAFETY: all-zero is a valid operation (plain structs and integer enums whose
                 // zero is a listed value); every field is set below.
                 let mut op: sys::CUDA_MEMCPY3D_BATCH_OP = unsafe { std::mem::zeroed() };

@@ -721,12 +721,15 @@ impl Device {
                     p.raw.get() == cur && p.device == self.ordinal() && p.generation == generation
                 })
             });
-            found.map(|inner| MemPool { inner }).ok_or_else(|| Error::InvalidValue {
-                what: "cudaDeviceGetMemPool",
-                value: format!("pool {cur:p} of device {}", self.ordinal()),
-                reason: "the device's current pool was set outside this crate; its lifetime is \
+            found
+                .map(|inner| MemPool { inner })
+                .ok_or_else(|| Error::InvalidValue {
+                    what: "cudaDeviceGetMemPool",
+                    value: format!("pool {cur:p} of device {}", self.ordinal()),
+                    reason:
+                        "the device's current pool was set outside this crate; its lifetime is \
                          unknown, so no handle to it is given out",
-            })
+                })
         })())
     }
 
@@ -785,7 +788,12 @@ mod tests {
         IMPORTS.lock().push((7, 3, 0x2000, [2; 64]));
         forget_import(7, 3, 0x1000);
         forget_import(7, 4, 0x2000);
-        let left: Vec<u64> = IMPORTS.lock().iter().filter(|e| e.0 == 7).map(|e| e.2).collect();
+        let left: Vec<u64> = IMPORTS
+            .lock()
+            .iter()
+            .filter(|e| e.0 == 7)
+            .map(|e| e.2)
+            .collect();
         assert_eq!(left, vec![0x2000]);
         forget_import(7, 3, 0x2000);
     }

@@ -11,9 +11,9 @@ use cuda_runtime::memory::{CopyBatch, DiscardBatch, PrefetchBatch};
 use cuda_runtime::{
     choose_device, device_count, get_device, kernel_args, logs, set_device, set_valid_devices,
     AtomicOperation, ComputeMode, Device, DeviceAttribute, DeviceBuffer, DeviceFlags,
-    DeviceRequirements, Error, ErrorCode, Event, EventRecordFlags, FlushScope, Library,
-    LaunchConfig, Location, ManagedBuffer, MemAdvice, MemPool, MemPoolProps, P2PAttribute,
-    PoolAccess, Stream, StreamFlags,
+    DeviceRequirements, Error, ErrorCode, Event, EventRecordFlags, FlushScope, LaunchConfig,
+    Library, Location, ManagedBuffer, MemAdvice, MemPool, MemPoolProps, P2PAttribute, PoolAccess,
+    Stream, StreamFlags,
 };
 
 /// Child tests (run in a process of their own by the tests below).
@@ -36,6 +36,7 @@ crate::tests![
     driver_entry_point_is_callable,
     batched_copies_move_random_data,
     batched_3d_copies_match_a_cpu_model,
+    texture_and_surface_resources_are_reported,
     batched_prefetch_and_discard_of_managed_memory,
     range_attributes_follow_advice_and_prefetch,
     pool_and_pointer_shared_with_a_second_process,
@@ -81,8 +82,10 @@ fn device_identity_queries() {
 fn choose_device_picks_a_matching_device() {
     let d0 = Device::new(0).unwrap();
     let cc = (
-        d0.attribute(DeviceAttribute::ComputeCapabilityMajor).unwrap(),
-        d0.attribute(DeviceAttribute::ComputeCapabilityMinor).unwrap(),
+        d0.attribute(DeviceAttribute::ComputeCapabilityMajor)
+            .unwrap(),
+        d0.attribute(DeviceAttribute::ComputeCapabilityMinor)
+            .unwrap(),
     );
     let want = DeviceRequirements {
         compute_capability: cc,
@@ -91,8 +94,10 @@ fn choose_device_picks_a_matching_device() {
     };
     let got = choose_device(&want).unwrap();
     let got_cc = (
-        got.attribute(DeviceAttribute::ComputeCapabilityMajor).unwrap(),
-        got.attribute(DeviceAttribute::ComputeCapabilityMinor).unwrap(),
+        got.attribute(DeviceAttribute::ComputeCapabilityMajor)
+            .unwrap(),
+        got.attribute(DeviceAttribute::ComputeCapabilityMinor)
+            .unwrap(),
     );
     assert!(got_cc >= cc, "{got_cc:?} < {cc:?}");
     assert!(got.total_memory().unwrap() >= want.total_global_mem);
@@ -126,7 +131,10 @@ fn atomic_capabilities_and_rdma_flush() {
     let caps = d.host_atomic_capabilities(&AtomicOperation::ALL).unwrap();
     assert_eq!(caps.len(), AtomicOperation::ALL.len());
     // Without native host atomics, no operation is native over the link.
-    if d.attribute(DeviceAttribute::HostNativeAtomicSupported).unwrap() == 0 {
+    if d.attribute(DeviceAttribute::HostNativeAtomicSupported)
+        .unwrap()
+        == 0
+    {
         assert!(caps.iter().all(|c| c.is_empty()), "{caps:?}");
     }
     assert!(d.host_atomic_capabilities(&[]).unwrap().is_empty());
@@ -223,7 +231,11 @@ fn stream_callbacks_run_in_order_with_status() {
     let want: Vec<(u32, bool)> = (0..20).map(|i| (i, true)).collect();
     assert_eq!(*log.lock().unwrap(), want);
     assert!(*done.lock().unwrap());
-    assert_same("after callbacks", &d.to_vec().unwrap(), &vec![15u32; data.len()]);
+    assert_same(
+        "after callbacks",
+        &d.to_vec().unwrap(),
+        &vec![15u32; data.len()],
+    );
     // A panicking callback is reported by the next synchronize.
     s.add_callback(|_| panic!("callback boom")).unwrap();
     let e = s.synchronize().unwrap_err();
@@ -241,12 +253,17 @@ fn external_event_records_order_streams() {
     let mut y = DeviceBuffer::<f32>::new(data.len()).unwrap();
     x.copy_from_host_async(&data, &a).unwrap();
     let ev = Event::new().unwrap();
-    ev.record_with_flags(&a, EventRecordFlags::EXTERNAL).unwrap();
+    ev.record_with_flags(&a, EventRecordFlags::EXTERNAL)
+        .unwrap();
     b.wait_event(&ev).unwrap();
     y.copy_from_device_async(&x, &b).unwrap();
     b.synchronize().unwrap();
     assert!(ev.query().unwrap());
-    assert_same("ordered by the external record", &y.to_vec().unwrap(), &data);
+    assert_same(
+        "ordered by the external record",
+        &y.to_vec().unwrap(),
+        &data,
+    );
     ev.record_with_flags(&a, EventRecordFlags::empty()).unwrap();
     let e = ev
         .record_with_flags(&a, EventRecordFlags::from_bits_retain(0x8))
@@ -281,8 +298,7 @@ fn library_kernel_count_and_managed_variables() {
     // SAFETY: bump_managed(unsigned k) touches mvals[0..8] only, with threads 0..8.
     unsafe { bump.launch(&s, &LaunchConfig::new(1u32, 32u32), &kernel_args![k]) }.unwrap();
     s.synchronize().unwrap();
-    let want: [u32; 8] =
-        std::array::from_fn(|i| init[i].wrapping_mul(k).wrapping_add(i as u32));
+    let want: [u32; 8] = std::array::from_fn(|i| init[i].wrapping_mul(k).wrapping_add(i as u32));
     assert_eq!(vals.copy_to_host().unwrap(), want);
     // Wrong size and missing names are refused.
     assert!(matches!(
@@ -307,25 +323,29 @@ fn driver_entry_point_is_callable() {
     let e = driver_entry_point("cuNoSuchFunction", 13000, EntryPointFlags::Default).unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
     // The per-thread variant of a stream function is another address than the legacy one.
-    let legacy =
-        driver_entry_point("cuStreamQuery", 13000, EntryPointFlags::LegacyStream).unwrap();
-    let ptsz =
-        driver_entry_point("cuStreamQuery", 13000, EntryPointFlags::PerThreadDefaultStream)
-            .unwrap();
+    let legacy = driver_entry_point("cuStreamQuery", 13000, EntryPointFlags::LegacyStream).unwrap();
+    let ptsz = driver_entry_point(
+        "cuStreamQuery",
+        13000,
+        EntryPointFlags::PerThreadDefaultStream,
+    )
+    .unwrap();
     assert_ne!(legacy.as_ptr(), ptsz.as_ptr());
 }
 
 fn driver_log_reports_a_failed_call() {
     let got = Arc::new(Mutex::new(Vec::<String>::new()));
     let g2 = got.clone();
-    let cb = logs::register_callback(move |_, msg| g2.lock().unwrap().push(msg.to_string()))
-        .unwrap();
+    let cb =
+        logs::register_callback(move |_, msg| g2.lock().unwrap().push(msg.to_string())).unwrap();
     let mut from = logs::current().unwrap();
     // Calls the driver refuses (which of them it logs is the driver's choice).
     let dev = Device::current().unwrap();
     let refused = [
-        dev.set_limit(cuda_runtime::Limit::StackSize, usize::MAX / 2).is_err(),
-        dev.set_limit(cuda_runtime::Limit::MaxL2FetchGranularity, 1 << 40).is_err(),
+        dev.set_limit(cuda_runtime::Limit::StackSize, usize::MAX / 2)
+            .is_err(),
+        dev.set_limit(cuda_runtime::Limit::MaxL2FetchGranularity, 1 << 40)
+            .is_err(),
     ];
     eprintln!("refused by the driver: {refused:?}");
     let text = logs::dump_to_memory(Some(&mut from)).unwrap();
@@ -335,9 +355,16 @@ fn driver_log_reports_a_failed_call() {
     // Every message the callback received is in the log since the position, and nothing was
     // logged that the callback missed.
     for m in &seen {
-        assert!(text.contains(m.as_str()), "callback line {m:?} not in the dump {text:?}");
+        assert!(
+            text.contains(m.as_str()),
+            "callback line {m:?} not in the dump {text:?}"
+        );
     }
-    assert_eq!(seen.is_empty(), text.trim().is_empty(), "dump {text:?}, callback {seen:?}");
+    assert_eq!(
+        seen.is_empty(),
+        text.trim().is_empty(),
+        "dump {text:?}, callback {seen:?}"
+    );
     // Reading again from the advanced position returns nothing new (the test runs alone).
     assert_eq!(logs::dump_to_memory(Some(&mut from)).unwrap(), "");
     // After unregistering, the callback hears nothing more.
@@ -427,7 +454,11 @@ fn batched_prefetch_and_discard_of_managed_memory() {
     d.discard(&mut mc, 1000..2000).unwrap();
     d.submit(&s).unwrap();
     mc.as_mut_slice().unwrap()[1000..2000].copy_from_slice(&a[..1000]);
-    assert_same("rewritten after discard", &mc.as_slice().unwrap()[1000..2000], &a[..1000]);
+    assert_same(
+        "rewritten after discard",
+        &mc.as_slice().unwrap()[1000..2000],
+        &a[..1000],
+    );
     let mut p = PrefetchBatch::new();
     let e = p.prefetch(&ma, 0..n + 1, Location::Host).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
@@ -505,7 +536,11 @@ fn peer_attributes_and_pool_access_between_two_gpus() {
     set_device(1).unwrap();
     let mut dst = DeviceBuffer::<u32>::new(data.len()).unwrap();
     dst.copy_from_device(&src).unwrap();
-    assert_same("pool memory seen from device 1", &dst.to_vec().unwrap(), &data);
+    assert_same(
+        "pool memory seen from device 1",
+        &dst.to_vec().unwrap(),
+        &data,
+    );
     pool.set_access(d1, PoolAccess::None).unwrap();
     assert_eq!(pool.access(d1).unwrap(), PoolAccess::None);
     set_device(0).unwrap();
@@ -564,8 +599,15 @@ fn pool_and_pointer_shared_with_a_second_process() {
     );
     assert!(out.status.success(), "pool IPC child failed:\n{text}");
     assert!(text.contains("pool ipc child ok"), "{text}");
-    let want: Vec<u32> = data.iter().map(|x| x.wrapping_mul(3).wrapping_add(1)).collect();
-    assert_same("written by the other process", &buf.to_vec().unwrap(), &want);
+    let want: Vec<u32> = data
+        .iter()
+        .map(|x| x.wrapping_mul(3).wrapping_add(1))
+        .collect();
+    assert_same(
+        "written by the other process",
+        &buf.to_vec().unwrap(),
+        &want,
+    );
     // A pool without a shareable handle type has nothing to export.
     let plain = MemPool::new(dev, MemPoolProps::default()).unwrap();
     assert!(plain.export_fd().is_err());
@@ -574,8 +616,7 @@ fn pool_and_pointer_shared_with_a_second_process() {
 fn pool_ipc_child() {
     use std::os::fd::BorrowedFd;
     let fd: i32 = std::env::var(POOL_FD).unwrap().parse().unwrap();
-    let export =
-        cuda_runtime::PoolPtrExport::from_hex(&std::env::var(POOL_PTR).unwrap()).unwrap();
+    let export = cuda_runtime::PoolPtrExport::from_hex(&std::env::var(POOL_PTR).unwrap()).unwrap();
     let seed: u64 = std::env::var(POOL_SEED).unwrap().parse().unwrap();
     let data = pool_data(seed);
     // SAFETY: the parent passed an open descriptor this process inherited; it stays open for
@@ -583,15 +624,22 @@ fn pool_ipc_child() {
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let pool = MemPool::import_fd(fd, Device::current().unwrap()).unwrap();
     // More elements than the allocation holds: refused, and nothing stays imported.
-    let e = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN + (1 << 22))
-        .unwrap_err();
+    let e =
+        DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN + (1 << 22)).unwrap_err();
     assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
     let mut shared = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN).unwrap();
-    assert_same("read through the imported pool", &shared.to_vec().unwrap(), &data);
+    assert_same(
+        "read through the imported pool",
+        &shared.to_vec().unwrap(),
+        &data,
+    );
     // A second buffer of the same allocation would alias the first: refused.
     let e = DeviceBuffer::<u32>::import_from_pool(&pool, &export, POOL_LEN).unwrap_err();
     assert!(e.to_string().contains("already"), "{e}");
-    let new: Vec<u32> = data.iter().map(|x| x.wrapping_mul(3).wrapping_add(1)).collect();
+    let new: Vec<u32> = data
+        .iter()
+        .map(|x| x.wrapping_mul(3).wrapping_add(1))
+        .collect();
     shared.copy_from_host(&new).unwrap();
     // Freed (the import, before the exporter frees) once the copy is done.
     drop(shared);
@@ -643,8 +691,8 @@ fn exported_allocation(device: i32, bytes: usize) -> (std::os::fd::OwnedFd, usiz
         )
     };
     let prop = AllocationProp {
-        kind: 1,         // CU_MEM_ALLOCATION_TYPE_PINNED
-        handle_types: 1, // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        kind: 1,          // CU_MEM_ALLOCATION_TYPE_PINNED
+        handle_types: 1,  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
         location_type: 1, // CU_MEM_LOCATION_TYPE_DEVICE
         location_id: device,
         win32_metadata: std::ptr::null_mut(),
@@ -709,10 +757,17 @@ fn external_memory_from_another_process() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "external memory child failed:\n{text}");
+    assert!(
+        out.status.success(),
+        "external memory child failed:\n{text}"
+    );
     assert!(text.contains("external memory child ok"), "{text}");
     let want: Vec<u32> = data.iter().map(|x| x ^ 0x5a5a_5a5a).collect();
-    assert_same("written by the other process", &buf.to_vec().unwrap(), &want);
+    assert_same(
+        "written by the other process",
+        &buf.to_vec().unwrap(),
+        &want,
+    );
     // A second mapping of the same bytes sees them too.
     let view = ext.mapped_buffer::<u32>(4 * 1000, 1000).unwrap();
     assert_same("second mapping", &view.to_vec().unwrap(), &want[1000..2000]);
@@ -720,7 +775,10 @@ fn external_memory_from_another_process() {
     let mip = ext
         .mapped_mipmapped_array::<u32>(
             (EXT_LEN * 4).next_multiple_of(1 << 16) as u64,
-            cuda_runtime::ArrayShape::D2 { width: 64, height: 64 },
+            cuda_runtime::ArrayShape::D2 {
+                width: 64,
+                height: 64,
+            },
             1,
             cuda_runtime::ArrayFlags::empty(),
         )
@@ -731,7 +789,11 @@ fn external_memory_from_another_process() {
     assert_same("mapped mipmapped array", &level.to_vec().unwrap(), &texels);
     // The external memory outlives its handle while the mappings live.
     drop(ext);
-    assert_same("after the handle's drop", &view.to_vec().unwrap(), &want[1000..2000]);
+    assert_same(
+        "after the handle's drop",
+        &view.to_vec().unwrap(),
+        &want[1000..2000],
+    );
     drop((buf, view, level, mip));
     Device::current().unwrap().synchronize().unwrap();
     assert!(Device::current().unwrap().take_deferred_errors().is_empty());
@@ -754,7 +816,11 @@ fn external_memory_child() {
     let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
     let ext = ExternalMemory::import(ExternalMemoryKind::OpaqueFd, fd, size, false).unwrap();
     let mut buf = ext.mapped_buffer::<u32>(0, EXT_LEN).unwrap();
-    assert_same("read through external memory", &buf.to_vec().unwrap(), &data);
+    assert_same(
+        "read through external memory",
+        &buf.to_vec().unwrap(),
+        &data,
+    );
     let new: Vec<u32> = data.iter().map(|x| x ^ 0x5a5a_5a5a).collect();
     buf.copy_from_host(&new).unwrap();
     drop(buf);
@@ -792,11 +858,16 @@ fn kernel_attributes_per_device_and_unified_functions() {
         k.set_preferred_shared_memory_carveout_for(d, 50).unwrap();
         d.set_current().unwrap();
         let at = k.function().unwrap().attributes().unwrap();
-        assert_eq!(at.max_dynamic_shared_size_bytes as u32, want, "device {d:?}");
+        assert_eq!(
+            at.max_dynamic_shared_size_bytes as u32, want,
+            "device {d:?}"
+        );
         assert_eq!(at.preferred_shmem_carveout, 50, "device {d:?}");
         // Above the device's opt-in limit: the driver refuses.
         assert!(k.set_max_dynamic_shared_size_for(d, optin + 1).is_err());
-        let e = k.set_preferred_shared_memory_carveout_for(d, 101).unwrap_err();
+        let e = k
+            .set_preferred_shared_memory_carveout_for(d, 101)
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue);
     }
     set_device(0).unwrap();
@@ -830,7 +901,9 @@ fn model_3d(
 }
 
 fn batched_3d_copies_match_a_cpu_model() {
-    use cuda_runtime::{copy_3d, Array, ArrayFlags, Copy3D, Extent, HostPitched, HostPitchedMut, PitchedBuffer, Pos};
+    use cuda_runtime::{
+        copy_3d, Array, ArrayFlags, Copy3D, Extent, HostPitched, HostPitchedMut, PitchedBuffer, Pos,
+    };
     let mut r = rng();
     let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     for round in 0..6 {
@@ -844,8 +917,7 @@ fn batched_3d_copies_match_a_cpu_model() {
         )
         .unwrap();
         let mut b = PitchedBuffer::<u32>::new_3d(full).unwrap();
-        let mut arr = Array::<u32>::new_3d(full, ArrayFlags::empty())
-            .unwrap();
+        let mut arr = Array::<u32>::new_3d(full, ArrayFlags::empty()).unwrap();
         let mut back = PitchedBuffer::<u32>::new_3d(full).unwrap();
         // Zero the destinations so that untouched parts are known.
         let zeros = vec![0u32; host.len()];
@@ -901,14 +973,22 @@ fn batched_3d_copies_match_a_cpu_model() {
             &Copy3D::new(full),
         )
         .unwrap();
-        assert_same(&format!("round {round}: through the array"), &got, &want_arr);
+        assert_same(
+            &format!("round {round}: through the array"),
+            &got,
+            &want_arr,
+        );
     }
     // A region past the side names the copy; host sides are refused.
     let full = Extent::new(16, 16, 1);
     let src = PitchedBuffer::<u32>::new_3d(full).unwrap();
     let mut dst = PitchedBuffer::<u32>::new_3d(full).unwrap();
     let mut batch = cuda_runtime::Copy3DBatch::new();
-    batch.copy(&mut dst, &src, Copy3D::new(Extent::new(8, 8, 1)).src_pos(Pos::new(12, 0, 0)));
+    batch.copy(
+        &mut dst,
+        &src,
+        Copy3D::new(Extent::new(8, 8, 1)).src_pos(Pos::new(12, 0, 0)),
+    );
     let e = batch.submit(&s).unwrap_err();
     assert!(e.to_string().contains("copy 0"), "{e}");
     let host = vec![1u32; 256];
@@ -917,4 +997,61 @@ fn batched_3d_copies_match_a_cpu_model() {
     batch.copy(&mut dst, &hp, Copy3D::new(full));
     let e = batch.submit(&s).unwrap_err();
     assert!(e.to_string().contains("host"), "{e}");
+}
+
+fn texture_and_surface_resources_are_reported() {
+    use cuda_runtime::{
+        Array, ArrayFlags, ArrayFormat, PitchedBuffer, ResourceDesc, SurfaceObject, TextureDesc,
+        TextureObject,
+    };
+    let desc = TextureDesc::default();
+    let arr = Array::<f32>::new_2d(64, 32, ArrayFlags::SURFACE_LOAD_STORE).unwrap();
+    let t = TextureObject::from_array(&arr, &desc).unwrap();
+    assert_eq!(
+        t.resource_desc().unwrap(),
+        ResourceDesc::Array {
+            handle: arr.as_raw() as u64
+        }
+    );
+    let surf = SurfaceObject::new(&arr).unwrap();
+    assert_eq!(
+        surf.resource_desc().unwrap(),
+        ResourceDesc::Array {
+            handle: arr.as_raw() as u64
+        }
+    );
+    let mut r = rng();
+    let data = random_f32(&mut r, 4096);
+    let buf = DeviceBuffer::from_slice(&data).unwrap();
+    let lin = TextureObject::from_linear(&buf, &desc).unwrap();
+    match lin.resource_desc().unwrap() {
+        ResourceDesc::Linear {
+            device_ptr,
+            format,
+            channels,
+            size_bytes,
+        } => {
+            assert_eq!(device_ptr, buf.as_raw());
+            assert_eq!(format, ArrayFormat::from_raw(0x20).unwrap());
+            assert_eq!(channels, 1);
+            assert_eq!(size_bytes, 4096 * 4);
+        }
+        other => panic!("expected a linear resource, got {other:?}"),
+    }
+    let pitched = PitchedBuffer::<f32>::new_2d(100, 20).unwrap();
+    let pt = TextureObject::from_pitched(&pitched, &desc).unwrap();
+    match pt.resource_desc().unwrap() {
+        ResourceDesc::Pitch2D {
+            device_ptr,
+            width,
+            height,
+            pitch_bytes,
+            ..
+        } => {
+            assert_eq!(device_ptr, pitched.as_raw());
+            assert_eq!((width, height), (100, 20));
+            assert_eq!(pitch_bytes, pitched.pitch());
+        }
+        other => panic!("expected a pitched resource, got {other:?}"),
+    }
 }
