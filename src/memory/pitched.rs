@@ -922,170 +922,6 @@ fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every byte offset the region touches, by brute force.
-    fn touched(l: Layout, p: Pos, e: Extent, elem: usize) -> Vec<usize> {
-        let mut v = Vec::new();
-        for z in 0..e.depth {
-            for y in 0..e.height {
-                for b in 0..e.width * elem {
-                    v.push(((p.z + z) * l.rows + p.y + y) * l.pitch + p.x * elem + b);
-                }
-            }
-        }
-        v
-    }
-
-    /// A fresh random generator, its seed printed so a failure can be replayed
-    /// (`PITCHED_TEST_SEED=<seed>`).
-    fn seeded() -> fastrand::Rng {
-        let seed = std::env::var("PITCHED_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| fastrand::u64(..));
-        eprintln!("seed {seed}");
-        fastrand::Rng::with_seed(seed)
-    }
-
-    fn random_case(r: &mut fastrand::Rng) -> (Layout, Pos, Extent, usize) {
-        let elem = [1, 2, 4, 8, 16][r.usize(0..5)];
-        let pitch = r.usize(1..200);
-        let rows = r.usize(1..20);
-        let slices = r.usize(1..6);
-        let bytes = pitch * rows * slices - r.usize(0..pitch.min(50));
-        let p = Pos::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
-        let e = Extent::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
-        (Layout { pitch, rows, bytes }, p, e, elem)
-    }
-
-    #[test]
-    fn regions_agree_with_brute_force() {
-        let mut r = seeded();
-        let (mut ok, mut bad) = (0, 0);
-        for _ in 0..20_000 {
-            let (l, p, e, elem) = random_case(&mut r);
-            let t = touched(l, p, e, elem);
-            let row_fits = (p.x + e.width) * elem <= l.pitch;
-            let slice_fits = (e.depth <= 1 && p.z == 0) || p.y + e.height <= l.rows;
-            let in_bounds = t.iter().all(|&b| b < l.bytes);
-            let valid = e.is_empty() || (row_fits && slice_fits && in_bounds);
-            match region(l, p, e, elem, "x") {
-                Ok(br) => {
-                    assert!(valid, "accepted {l:?} {p:?} {e:?} {elem}");
-                    if !t.is_empty() {
-                        assert_eq!(br.first, *t.iter().min().unwrap());
-                        assert_eq!(br.end, t.iter().max().unwrap() + 1);
-                    }
-                    ok += 1;
-                }
-                Err(err) => {
-                    assert!(!valid, "refused valid {l:?} {p:?} {e:?} {elem}: {err}");
-                    if !row_fits {
-                        assert!(matches!(err, Error::InvalidPitch { .. }), "{err}");
-                        assert_eq!(err.code(), crate::ErrorCode::InvalidPitchValue);
-                    }
-                    bad += 1;
-                }
-            }
-        }
-        assert!(ok > 1000 && bad > 1000, "ok {ok}, bad {bad}");
-    }
-
-    #[test]
-    fn huge_values_are_errors_not_panics() {
-        let l = Layout {
-            pitch: 64,
-            rows: 4,
-            bytes: 1024,
-        };
-        for (p, e) in [
-            (Pos::new(usize::MAX, 0, 0), Extent::new(1, 1, 1)),
-            (Pos::new(0, usize::MAX, 0), Extent::new(1, 2, 1)),
-            (Pos::new(0, 0, usize::MAX), Extent::new(1, 1, 2)),
-            (Pos::new(0, 0, 0), Extent::new(usize::MAX, 1, 1)),
-            (Pos::new(0, 0, 0), Extent::new(1, usize::MAX, usize::MAX)),
-        ] {
-            assert!(region(l, p, e, 8, "x").is_err(), "{p:?} {e:?}");
-        }
-        let full = Layout {
-            pitch: usize::MAX / 2,
-            rows: 3,
-            bytes: usize::MAX,
-        };
-        assert!(region(full, Pos::new(0, 2, 1), Extent::new(1, 1, 1), 1, "x").is_err());
-        // The last row at usize::MAX in a 3-D region: the error's range saturates.
-        assert!(region(l, Pos::new(0, usize::MAX, 1), Extent::new(1, 1, 1), 8, "x").is_err());
-        // A pitch in elements whose size in bytes overflows.
-        let v = [0u64; 4];
-        let e = HostPitched::new(&v, usize::MAX / 2, 1).unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::InvalidValue, "{e}");
-        let mut w = [0u32; 4];
-        assert!(HostPitchedMut::new(&mut w, usize::MAX / 3, 1).is_err());
-    }
-
-    #[test]
-    fn model_copy_moves_exactly_the_region() {
-        let mut r = seeded();
-        let mut done = 0;
-        while done < 500 {
-            let (sl, sp, e, elem) = random_case(&mut r);
-            let (dl, dp, _, _) = random_case(&mut r);
-            if e.is_empty()
-                || region(sl, sp, e, elem, "s").is_err()
-                || region(dl, dp, e, elem, "d").is_err()
-            {
-                continue;
-            }
-            let src: Vec<u8> = (0..sl.bytes).map(|_| r.u8(..)).collect();
-            let mut dst = vec![0xEEu8; dl.bytes];
-            model_copy(&mut dst, dl, dp, &src, sl, sp, e, elem);
-            let (ts, td) = (touched(sl, sp, e, elem), touched(dl, dp, e, elem));
-            for (s, d) in ts.iter().zip(&td) {
-                assert_eq!(dst[*d], src[*s]);
-            }
-            let inside: std::collections::HashSet<usize> = td.into_iter().collect();
-            for (i, &b) in dst.iter().enumerate() {
-                if !inside.contains(&i) {
-                    assert_eq!(b, 0xEE, "byte {i} outside the region changed");
-                }
-            }
-            done += 1;
-        }
-    }
-
-    #[test]
-    fn exact_fits_and_one_over() {
-        let l = Layout {
-            pitch: 16,
-            rows: 2,
-            bytes: 64,
-        };
-        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 2, 2), 4, "x").is_ok());
-        let e = region(l, Pos::new(1, 0, 0), Extent::new(4, 1, 1), 4, "x").unwrap_err();
-        assert_eq!(
-            e,
-            Error::InvalidPitch {
-                what: "x",
-                x_bytes: 4,
-                width_bytes: 16,
-                pitch: 16
-            }
-        );
-        // 2-D: more rows than a "slice" is fine while the bytes fit.
-        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 4, 1), 4, "x").is_ok());
-        assert!(region(l, Pos::new(0, 1, 0), Extent::new(4, 2, 2), 4, "x").is_err());
-        assert_eq!(
-            region(l, Pos::new(3, 9, 9), Extent::new(0, 5, 5), 4, "x")
-                .unwrap()
-                .end,
-            0
-        );
-    }
-}
-
 /// 2-D / 3-D copies queued together (`cudaMemcpy3DBatchAsync`) between device-side operands:
 /// pitched device memory ([`PitchedBuffer`], [`DevicePitched`]) and CUDA arrays, of the
 /// stream's device. Each copy is checked as [`copy_3d`] checks it; the batch is one submission
@@ -1125,7 +961,7 @@ fn operand(
     let mut o: sys::CUmemcpy3DOperand = unsafe { std::mem::zeroed() };
     match b {
         Base::Device(ptr, _) => {
-            if l.pitch % unit != 0 {
+            if !l.pitch.is_multiple_of(unit) {
                 return Err(Error::InvalidValue {
                     what: side,
                     value: format!("pitch of {} bytes", l.pitch),
@@ -1298,5 +1134,169 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
                 )
             })
         })())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte offset the region touches, by brute force.
+    fn touched(l: Layout, p: Pos, e: Extent, elem: usize) -> Vec<usize> {
+        let mut v = Vec::new();
+        for z in 0..e.depth {
+            for y in 0..e.height {
+                for b in 0..e.width * elem {
+                    v.push(((p.z + z) * l.rows + p.y + y) * l.pitch + p.x * elem + b);
+                }
+            }
+        }
+        v
+    }
+
+    /// A fresh random generator, its seed printed so a failure can be replayed
+    /// (`PITCHED_TEST_SEED=<seed>`).
+    fn seeded() -> fastrand::Rng {
+        let seed = std::env::var("PITCHED_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| fastrand::u64(..));
+        eprintln!("seed {seed}");
+        fastrand::Rng::with_seed(seed)
+    }
+
+    fn random_case(r: &mut fastrand::Rng) -> (Layout, Pos, Extent, usize) {
+        let elem = [1, 2, 4, 8, 16][r.usize(0..5)];
+        let pitch = r.usize(1..200);
+        let rows = r.usize(1..20);
+        let slices = r.usize(1..6);
+        let bytes = pitch * rows * slices - r.usize(0..pitch.min(50));
+        let p = Pos::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
+        let e = Extent::new(r.usize(0..30), r.usize(0..25), r.usize(0..6));
+        (Layout { pitch, rows, bytes }, p, e, elem)
+    }
+
+    #[test]
+    fn regions_agree_with_brute_force() {
+        let mut r = seeded();
+        let (mut ok, mut bad) = (0, 0);
+        for _ in 0..20_000 {
+            let (l, p, e, elem) = random_case(&mut r);
+            let t = touched(l, p, e, elem);
+            let row_fits = (p.x + e.width) * elem <= l.pitch;
+            let slice_fits = (e.depth <= 1 && p.z == 0) || p.y + e.height <= l.rows;
+            let in_bounds = t.iter().all(|&b| b < l.bytes);
+            let valid = e.is_empty() || (row_fits && slice_fits && in_bounds);
+            match region(l, p, e, elem, "x") {
+                Ok(br) => {
+                    assert!(valid, "accepted {l:?} {p:?} {e:?} {elem}");
+                    if !t.is_empty() {
+                        assert_eq!(br.first, *t.iter().min().unwrap());
+                        assert_eq!(br.end, t.iter().max().unwrap() + 1);
+                    }
+                    ok += 1;
+                }
+                Err(err) => {
+                    assert!(!valid, "refused valid {l:?} {p:?} {e:?} {elem}: {err}");
+                    if !row_fits {
+                        assert!(matches!(err, Error::InvalidPitch { .. }), "{err}");
+                        assert_eq!(err.code(), crate::ErrorCode::InvalidPitchValue);
+                    }
+                    bad += 1;
+                }
+            }
+        }
+        assert!(ok > 1000 && bad > 1000, "ok {ok}, bad {bad}");
+    }
+
+    #[test]
+    fn huge_values_are_errors_not_panics() {
+        let l = Layout {
+            pitch: 64,
+            rows: 4,
+            bytes: 1024,
+        };
+        for (p, e) in [
+            (Pos::new(usize::MAX, 0, 0), Extent::new(1, 1, 1)),
+            (Pos::new(0, usize::MAX, 0), Extent::new(1, 2, 1)),
+            (Pos::new(0, 0, usize::MAX), Extent::new(1, 1, 2)),
+            (Pos::new(0, 0, 0), Extent::new(usize::MAX, 1, 1)),
+            (Pos::new(0, 0, 0), Extent::new(1, usize::MAX, usize::MAX)),
+        ] {
+            assert!(region(l, p, e, 8, "x").is_err(), "{p:?} {e:?}");
+        }
+        let full = Layout {
+            pitch: usize::MAX / 2,
+            rows: 3,
+            bytes: usize::MAX,
+        };
+        assert!(region(full, Pos::new(0, 2, 1), Extent::new(1, 1, 1), 1, "x").is_err());
+        // The last row at usize::MAX in a 3-D region: the error's range saturates.
+        assert!(region(l, Pos::new(0, usize::MAX, 1), Extent::new(1, 1, 1), 8, "x").is_err());
+        // A pitch in elements whose size in bytes overflows.
+        let v = [0u64; 4];
+        let e = HostPitched::new(&v, usize::MAX / 2, 1).unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidValue, "{e}");
+        let mut w = [0u32; 4];
+        assert!(HostPitchedMut::new(&mut w, usize::MAX / 3, 1).is_err());
+    }
+
+    #[test]
+    fn model_copy_moves_exactly_the_region() {
+        let mut r = seeded();
+        let mut done = 0;
+        while done < 500 {
+            let (sl, sp, e, elem) = random_case(&mut r);
+            let (dl, dp, _, _) = random_case(&mut r);
+            if e.is_empty()
+                || region(sl, sp, e, elem, "s").is_err()
+                || region(dl, dp, e, elem, "d").is_err()
+            {
+                continue;
+            }
+            let src: Vec<u8> = (0..sl.bytes).map(|_| r.u8(..)).collect();
+            let mut dst = vec![0xEEu8; dl.bytes];
+            model_copy(&mut dst, dl, dp, &src, sl, sp, e, elem);
+            let (ts, td) = (touched(sl, sp, e, elem), touched(dl, dp, e, elem));
+            for (s, d) in ts.iter().zip(&td) {
+                assert_eq!(dst[*d], src[*s]);
+            }
+            let inside: std::collections::HashSet<usize> = td.into_iter().collect();
+            for (i, &b) in dst.iter().enumerate() {
+                if !inside.contains(&i) {
+                    assert_eq!(b, 0xEE, "byte {i} outside the region changed");
+                }
+            }
+            done += 1;
+        }
+    }
+
+    #[test]
+    fn exact_fits_and_one_over() {
+        let l = Layout {
+            pitch: 16,
+            rows: 2,
+            bytes: 64,
+        };
+        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 2, 2), 4, "x").is_ok());
+        let e = region(l, Pos::new(1, 0, 0), Extent::new(4, 1, 1), 4, "x").unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidPitch {
+                what: "x",
+                x_bytes: 4,
+                width_bytes: 16,
+                pitch: 16
+            }
+        );
+        // 2-D: more rows than a "slice" is fine while the bytes fit.
+        assert!(region(l, Pos::new(0, 0, 0), Extent::new(4, 4, 1), 4, "x").is_ok());
+        assert!(region(l, Pos::new(0, 1, 0), Extent::new(4, 2, 2), 4, "x").is_err());
+        assert_eq!(
+            region(l, Pos::new(3, 9, 9), Extent::new(0, 5, 5), 4, "x")
+                .unwrap()
+                .end,
+            0
+        );
     }
 }

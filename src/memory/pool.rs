@@ -481,7 +481,10 @@ impl PoolPtrExport {
 /// Pointers imported from other processes' pools and still owned by a buffer here: (device,
 /// context generation, address, export data). A second import of the same data would alias
 /// the first buffer, and its free would release the first one's memory.
-static IMPORTS: Mutex<Vec<(i32, u64, u64, [u8; 64])>> = Mutex::new(Vec::new());
+/// (device, context generation, address, export data) of one imported pointer.
+type Import = (i32, u64, u64, [u8; 64]);
+
+static IMPORTS: Mutex<Vec<Import>> = Mutex::new(Vec::new());
 
 /// Forgets an imported pointer once freed (from the buffer's drop).
 pub(crate) fn forget_import(device: i32, generation: u64, ptr: u64) {
