@@ -8,14 +8,14 @@
 //!   import takes an [`OwnedFd`] and consumes it only on success (on failure it is closed by the
 //!   drop, as the caller would).
 //! * A buffer mapped from external memory ([`ExternalMemory::mapped_buffer`]) is an ordinary
-//!   [`DeviceBuffer`](crate::DeviceBuffer): its uses are noted like any other's; its drop frees
+//!   [`DeviceBuffer`]: its uses are noted like any other's; its drop frees
 //!   the mapping (`cuMemFree`, on the dropping thread once its own uses are done) and only then
 //!   lets the external memory go, which the runtime requires (`cudaDestroyExternalMemory` after
 //!   every mapping is freed). A mapped mipmapped array keeps the external memory alive the same
 //!   way.
 //! * The memory is shared with whoever exported it: what they write meanwhile is not ordered
 //!   with CUDA work unless both sides use a semaphore (or another agreement). The crate's types
-//!   are plain data ([`DeviceRepr`](crate::DeviceRepr), valid for every bit pattern), so such a
+//!   are plain data ([`DeviceRepr`], valid for every bit pattern), so such a
 //!   race gives wrong values, never undefined behaviour in the program.
 //! * Signals and waits of a semaphore are queued through the crate's one enqueue path and noted
 //!   on the semaphore; dropping it destroys it (`cudaDestroyExternalSemaphore`) only after

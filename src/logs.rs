@@ -5,9 +5,9 @@
 //! ```no_run
 //! use cuda_runtime::logs;
 //! # fn main() -> cuda_runtime::Result<()> {
-//! let from = logs::current()?;
+//! let mut from = logs::current()?;
 //! // ... calls that may fail ...
-//! let text = logs::dump_to_memory(Some(from))?;
+//! let text = logs::dump_to_memory(Some(&mut from))?;
 //! eprintln!("driver said: {text}");
 //! # Ok(()) }
 //! ```
