@@ -116,7 +116,12 @@ impl<'a, T: DeviceRepr> CopyBatch<'a, T> {
                     });
                 }
             }
-            let ops: Vec<_> = self.ops.iter().filter(|(d, _)| !d.is_empty()).collect();
+            // Copies of no bytes (empty, or of a zero-sized `T`) queue nothing.
+            let ops: Vec<_> = self
+                .ops
+                .iter()
+                .filter(|(d, _)| d.len() * size_of::<T>() > 0)
+                .collect();
             if ops.is_empty() {
                 return Ok(());
             }

@@ -929,6 +929,11 @@ fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s
 ///
 /// Host sides are refused: a batch returns before its copies run, and the crate's host sides
 /// are borrowed slices (use [`copy_3d_async`], which waits for a host side).
+///
+/// The driver runs a batch's copies in no order, so they must not depend on each other: the
+/// borrows rule that out (each destination is borrowed exclusively), except for two handles
+/// of one mipmap level ([`MipmappedArray::level`](crate::MipmappedArray::level) twice), where
+/// overlapping copies leave unspecified texels.
 pub struct Copy3DBatch<'a, T: DeviceRepr> {
     ops: Vec<(&'a dyn PitchedSide<T>, &'a dyn PitchedSide<T>, Copy3D)>,
 }
