@@ -210,4 +210,11 @@ const _: () = {
     send_sync::<EmbeddedKernel>();
     send_sync::<Symbol<f32>>();
     send_sync::<LaunchConfig>();
+    send_sync::<AsyncNotificationRegistration>();
+    send_sync::<logs::LogCallback>();
+    send_sync::<entry_point::DriverEntryPoint>();
+    send_sync::<external::ExternalMemory>();
+    send_sync::<external::ExternalSemaphore>();
+    send_sync::<PoolPtrExport>();
+    send_sync::<ResourceDesc>();
 };
