@@ -36,8 +36,9 @@
 //! # How queued work is tracked
 //!
 //! * **One enqueue path.** Every operation that queues device work (launches of the crate's
-//!   kernels and of user kernels, copies of every shape, memsets, prefetches, host functions,
-//!   event records and waits) goes through one internal function that is handed the memory the
+//!   kernels and of user kernels, copies of every shape and their batches, memsets, prefetches
+//!   and discards, host functions and stream callbacks, event records and waits, external
+//!   semaphore signals and waits) goes through one internal function that is handed the memory the
 //!   work uses, with its access (read or write). It checks that the memory may be used there
 //!   (device, context, mapping, writability), orders the work after a stream-ordered allocation
 //!   made on another stream, queues the work, and notes every use. An operation cannot forget
