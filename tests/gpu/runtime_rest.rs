@@ -729,7 +729,11 @@ fn external_memory_from_another_process() {
     let dev = Device::current().unwrap();
     // The raw driver calls below run in the device's primary context.
     dev.set_current().unwrap();
-    assert_eq!(std::mem::size_of::<AllocationProp>(), 32, "CUmemAllocationProp's size");
+    assert_eq!(
+        std::mem::size_of::<AllocationProp>(),
+        32,
+        "CUmemAllocationProp's size"
+    );
     let (fd, size) = exported_allocation(dev.ordinal(), EXT_LEN * 4 + (1 << 20));
     // SAFETY: duplicates a descriptor this test owns; the copy has no close-on-exec.
     let inherit = unsafe { libc::dup(fd.as_raw_fd()) };
