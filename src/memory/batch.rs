@@ -18,7 +18,7 @@ use crate::queue::Use;
 use crate::stream::Stream;
 use crate::Device;
 
-/// Refuses the legacy default stream, which the batch calls do not take.
+/// Refuses the legacy default stream, which `cuMemcpyBatchAsync` does not take.
 fn refuse_legacy(stream: &Stream, call: &'static str) -> Result<()> {
     let raw = stream.as_raw() as usize;
     if raw == 0 || raw == 1 {
@@ -246,8 +246,8 @@ impl<'a> PrefetchBatch<'a> {
     /// Queues the batch on `stream` (`cudaMemPrefetchBatchAsync`). Does not block the host.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] on the legacy default stream; the driver's errors (a device
-    /// location of a device without concurrent managed access, say).
+    /// The driver's errors (a device location of a device without concurrent managed access,
+    /// say).
     #[doc(alias = "cudaMemPrefetchBatchAsync")]
     pub fn submit(self, stream: &Stream) -> Result<()> {
         record(submit_ranges(
@@ -302,7 +302,8 @@ impl<'a> DiscardBatch<'a> {
     /// Queues the discards on `stream` (`cudaMemDiscardBatchAsync`).
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] on the legacy default stream; the driver's errors.
+    /// The driver's errors (for memory that is not managed, or a system without concurrent
+    /// managed access on every device).
     #[doc(alias = "cudaMemDiscardBatchAsync")]
     pub fn submit(self, stream: &Stream) -> Result<()> {
         record(submit_ranges(
@@ -337,7 +338,6 @@ fn submit_ranges(
     write: bool,
     stream: &Stream,
 ) -> Result<()> {
-    refuse_legacy(stream, call)?;
     let keep: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].bytes > 0).collect();
     if keep.is_empty() {
         return Ok(());
