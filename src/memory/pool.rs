@@ -637,6 +637,20 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 "cuMemPoolImportPointer",
             )?;
             pool.inner.pointers_imported.store(true, Ordering::Release);
+            if imports
+                .iter()
+                .any(|(d, g, p, _)| *d == device && *g == generation && *p == ptr)
+            {
+                // The same allocation through other export data: the address is a live
+                // buffer's. It is not freed here (that could free the live buffer's memory);
+                // at worst the driver keeps one more reference until the context goes.
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolImportPointer",
+                    value: format!("{data:?} (mapped at {ptr:#x})"),
+                    reason: "this process holds a buffer of that allocation already; a second \
+                             one would alias it",
+                });
+            }
             let (mut base, mut size) = (0u64, 0usize);
             // SAFETY: `ptr` is a live import of this context; valid out-parameters.
             let range = a.check(
