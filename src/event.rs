@@ -25,6 +25,17 @@ bitflags! {
     }
 }
 
+bitflags! {
+    /// Flags of [`Event::record_with_flags`] (`cudaEventRecordWithFlags`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct EventRecordFlags: u32 {
+        /// During stream capture, record a real event node that others (other graphs, other
+        /// streams) can wait on, instead of a capture-internal dependency
+        /// (`cudaEventRecordExternal`). Outside capture it records as usual.
+        const EXTERNAL = 0x1;
+    }
+}
+
 /// A CUDA event (`cudaEvent_t`), created on the current device.
 ///
 /// Destroyed (`cudaEventDestroy`) on drop; as in libcudart, destroying an event whose recorded
@@ -152,37 +163,65 @@ impl Event {
     /// libcudart.
     #[doc(alias = "cudaEventRecord")]
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        record(self.record_inner(stream, None))
+    }
+
+    /// Records the event in `stream` with flags (`cudaEventRecordWithFlags`); see
+    /// [`EventRecordFlags`]. Without flags it is [`record`](Self::record).
+    ///
+    /// # Errors
+    /// As [`record`](Self::record); [`Error::InvalidFlags`] for unknown bits.
+    #[doc(alias = "cudaEventRecordWithFlags")]
+    pub fn record_with_flags(&self, stream: &Stream, flags: EventRecordFlags) -> Result<()> {
         record((|| {
-            if stream.inner.device != self.device {
-                return Err(Error::DeviceMismatch {
-                    call: "cudaEventRecord",
-                    what: "the stream",
-                    found: stream.inner.device,
-                    expected: self.device,
+            if EventRecordFlags::from_bits(flags.bits()).is_none() {
+                return Err(Error::InvalidFlags {
+                    call: "cudaEventRecordWithFlags",
+                    flags: flags.bits(),
+                    allowed: EventRecordFlags::all().bits(),
                 });
             }
-            if stream.inner.generation != self.generation {
-                return Err(Error::ContextDestroyed {
-                    what: "event or stream",
-                    device: self.device,
-                });
-            }
-            let lane = stream.lane()?;
-            let ev = self.raw.0;
-            let (r, capture) = lane.submit_capturable_id(
-                "cudaEventRecord",
-                &[],
-                &mut || Ok(Vec::new()),
-                |a, raw| {
-                    // SAFETY: event and stream are live in the current context (same
-                    // generation, entered).
-                    a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord")
-                },
-            );
-            r?;
-            self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);
-            Ok(())
+            self.record_inner(stream, Some(flags))
         })())
+    }
+
+    fn record_inner(&self, stream: &Stream, flags: Option<EventRecordFlags>) -> Result<()> {
+        let call = if flags.is_some() {
+            "cudaEventRecordWithFlags"
+        } else {
+            "cudaEventRecord"
+        };
+        if stream.inner.device != self.device {
+            return Err(Error::DeviceMismatch {
+                call,
+                what: "the stream",
+                found: stream.inner.device,
+                expected: self.device,
+            });
+        }
+        if stream.inner.generation != self.generation {
+            return Err(Error::ContextDestroyed {
+                what: "event or stream",
+                device: self.device,
+            });
+        }
+        let lane = stream.lane()?;
+        let ev = self.raw.0;
+        let (r, capture) =
+            lane.submit_capturable_id(call, &[], &mut || Ok(Vec::new()), |a, raw| match flags {
+                // SAFETY: event and stream are live in the current context (same generation,
+                // entered); known flag bits only.
+                Some(f) => a.check(
+                    unsafe { sys::cuEventRecordWithFlags(ev, raw, f.bits()) },
+                    "cuEventRecordWithFlags",
+                ),
+                // SAFETY: as above.
+                None => a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord"),
+            });
+        r?;
+        // Recorded in a capture: unusable outside it until recorded again elsewhere.
+        self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);
+        Ok(())
     }
 
     /// Whether the work the event captured is done (`cudaEventQuery`): `Ok(true)` when done or

@@ -41,8 +41,9 @@
 //! # How queued work is tracked
 //!
 //! * **One enqueue path.** Every operation that queues device work (launches of the crate's
-//!   kernels and of user kernels, copies of every shape, memsets, prefetches, host functions,
-//!   event records and waits) goes through one internal function that is handed the memory the
+//!   kernels and of user kernels, copies of every shape and their batches, memsets, prefetches
+//!   and discards, host functions and stream callbacks, event records and waits, external
+//!   semaphore signals and waits) goes through one internal function that is handed the memory the
 //!   work uses, with its access (read or write). It checks that the memory may be used there
 //!   (device, context, mapping, writability), orders the work after a stream-ordered allocation
 //!   made on another stream, queues the work, and notes every use. An operation cannot forget
@@ -107,6 +108,10 @@ pub mod error;
 pub use cuda_runtime_build::kernel_sig;
 
 pub use device::{
+    choose_device, set_valid_devices, AsyncNotification, AsyncNotificationRegistration,
+    AtomicCapability, AtomicOperation, ComputeMode, DeviceRequirements, FlushScope, P2PAttribute,
+};
+pub use device::{
     device_count, driver_version, get_device, profiler_start, profiler_stop, runtime_version,
     set_device, CacheConfig, Device, DeviceAttribute, DeviceFlags, DeviceProperties, Limit,
 };
@@ -114,35 +119,39 @@ pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
     Result,
 };
+pub mod entry_point;
 pub mod event;
+pub mod external;
 pub mod graph;
 pub mod kernels;
+pub mod logs;
 pub mod memory;
 mod queue;
 pub mod stream;
 pub mod texture;
 
-pub use event::{Event, EventFlags};
+pub use event::{Event, EventFlags, EventRecordFlags};
 pub use graph::{Graph, GraphExec, GraphNode};
 pub use l2::{AccessPolicyGuard, AccessPolicyWindow, AccessProperty};
 pub use memory::{
-    copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
-    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched,
+    HostPitchedMut, PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use memory::{
     pointer_attributes, DeviceBuffer, DeviceRead, DeviceRepr, DeviceView, DeviceViewMut,
     DeviceWrite, HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice,
     HostSliceMut, IpcEventHandle, IpcMemHandle, Location, ManagedBuffer, MemAdvice, MemAttach,
     MemPool, MemPoolProps, MemoryType, PageLocked, PageLockedMut, PinnedBuffer, PinnedView,
-    PinnedViewMut, PointerAttributes, PoolStats, ReusePolicy, ShareableHandle,
+    PinnedViewMut, PointerAttributes, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy,
+    ShareableHandle,
 };
 pub use memory::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub use stream::{
     default_stream_mode, set_default_stream_mode, DefaultStreamMode, Stream, StreamFlags,
 };
 pub use texture::{
-    AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, SurfaceObject,
-    Texel, TexelScalar, TextureDesc, TextureObject,
+    AddressMode, ArrayFormat, ChannelDesc, ChannelFormatKind, FilterMode, ReadMode, ResourceDesc,
+    SurfaceObject, Texel, TexelScalar, TextureDesc, TextureObject,
 };
 pub mod l2;
 pub mod launch;
@@ -216,4 +225,11 @@ const _: () = {
     send_sync::<EmbeddedKernel>();
     send_sync::<Symbol<f32>>();
     send_sync::<LaunchConfig>();
+    send_sync::<AsyncNotificationRegistration>();
+    send_sync::<logs::LogCallback>();
+    send_sync::<entry_point::DriverEntryPoint>();
+    send_sync::<external::ExternalMemory>();
+    send_sync::<external::ExternalSemaphore>();
+    send_sync::<PoolPtrExport>();
+    send_sync::<ResourceDesc>();
 };

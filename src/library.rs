@@ -198,9 +198,22 @@ impl Library {
     /// The mangled names of the library's kernels (`cudaLibraryEnumerateKernels`), in the
     /// driver's order.
     #[doc(alias = "cudaLibraryEnumerateKernels")]
-    #[doc(alias = "cudaLibraryGetKernelCount")]
     pub fn kernel_names(&self) -> Vec<&str> {
         self.inner.kernels.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// How many kernels the library has (`cudaLibraryGetKernelCount`), as the driver counted
+    /// them when it was loaded.
+    #[doc(alias = "cudaLibraryGetKernelCount")]
+    pub fn kernel_count(&self) -> usize {
+        self.inner.kernels.len()
+    }
+
+    /// Every kernel of the library, as launchable handles in the driver's order
+    /// (`cudaLibraryEnumerateKernels`).
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let names: Vec<String> = self.kernel_names().iter().map(|n| n.to_string()).collect();
+        names.iter().map(|n| self.kernel(n)).collect()
     }
 
     /// The kernel `name` (`cudaLibraryGetKernel`): its mangled or `extern "C"` name, or, for
@@ -313,6 +326,143 @@ impl Library {
             }
             let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
             Symbol::checked(&a, ptr, size, name, Some(keep))
+        })())
+    }
+}
+
+impl Library {
+    /// The `__managed__` variable `name`, typed as `T` (`cudaLibraryGetManaged`).
+    ///
+    /// The variable is managed memory, one copy for the whole process (every device sees the
+    /// same bytes). The crate reaches it through [`Symbol`]'s checked copies, which are
+    /// ordered against the device work that uses it; it hands out no CPU reference to it (one
+    /// would race with kernels writing it).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the library has no managed variable of that name;
+    /// [`Error::SymbolSize`] when `T`'s size differs from the variable's.
+    #[doc(alias = "cudaLibraryGetManaged")]
+    pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Symbol<T>> {
+        record((|| {
+            let a = context::enter_current()?;
+            let cname = c_name(name, "managed variable name")?;
+            let (mut ptr, mut size) = (0u64, 0usize);
+            // SAFETY: live library; NUL-terminated name; valid out-parameters.
+            let r = driver::rc(unsafe {
+                sys::cuLibraryGetManaged(&mut ptr, &mut size, self.inner.raw.0, cname.as_ptr())
+            });
+            match r {
+                0 => {}
+                500 => {
+                    return Err(Error::NotFound {
+                        what: "managed variable",
+                        name: name.to_string(),
+                    })
+                }
+                code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetManaged"))),
+            }
+            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+            Symbol::checked(&a, ptr, size, name, Some(keep))
+        })())
+    }
+}
+
+impl Library {
+    /// The address of the unified function `name` (`cudaLibraryGetUnifiedFunction`): a
+    /// function of the library image that the host may call. Getting the address is safe;
+    /// calling it needs `unsafe` (cast to its exact C signature with `std::mem::transmute`), as
+    /// with [`driver_entry_point`](crate::entry_point::driver_entry_point). The library must
+    /// stay loaded (hold it) while the address is used.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the library has no unified function of that name (PTX
+    /// libraries have none).
+    #[doc(alias = "cudaLibraryGetUnifiedFunction")]
+    pub fn unified_function(&self, name: &str) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        record((|| {
+            let cname = c_name(name, "unified function name")?;
+            driver::init()?;
+            let mut f: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: live library; NUL-terminated name; valid out-parameter.
+            let r = driver::rc(unsafe {
+                sys::cuLibraryGetUnifiedFunction(&mut f, self.inner.raw.0, cname.as_ptr())
+            });
+            let not_found = || Error::NotFound {
+                what: "unified function",
+                name: name.to_string(),
+            };
+            match r {
+                0 => std::ptr::NonNull::new(f).ok_or_else(not_found),
+                500 => Err(not_found()),
+                code => Err(Error::from_driver(code, "cuLibraryGetUnifiedFunction")),
+            }
+        })())
+    }
+}
+
+impl Kernel {
+    fn set_attr_for(
+        &self,
+        device: crate::Device,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<()> {
+        let a = context::enter(device.ordinal())?;
+        // SAFETY: a kernel of a live library (held by `self`); a valid device handle.
+        a.check(
+            unsafe { sys::cuKernelSetAttribute(attr, value, self.inner.raw.0, a.dev.raw) },
+            "cuKernelSetAttribute",
+        )
+    }
+
+    /// Raises (or lowers) the dynamic shared memory the kernel may be launched with on
+    /// `device` (`cudaKernelSetAttributeForDevice` with
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`); needed above 48 KiB.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] above `i32::MAX`; the driver's error above the device's opt-in
+    /// limit.
+    #[doc(alias = "cudaKernelSetAttributeForDevice")]
+    pub fn set_max_dynamic_shared_size_for(&self, device: crate::Device, bytes: u32) -> Result<()> {
+        record((|| {
+            let b = i32::try_from(bytes).map_err(|_| Error::InvalidValue {
+                what: "max dynamic shared size",
+                value: bytes.to_string(),
+                reason: "above i32::MAX",
+            })?;
+            self.set_attr_for(
+                device,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                b,
+            )
+        })())
+    }
+
+    /// Sets the preferred shared-memory carveout of the kernel on `device`, percent of the
+    /// combined L1/shared capacity or -1 for no preference (`cudaKernelSetAttributeForDevice`
+    /// with `cudaFuncAttributePreferredSharedMemoryCarveout`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] outside -1..=100.
+    #[doc(alias = "cudaKernelSetAttributeForDevice")]
+    pub fn set_preferred_shared_memory_carveout_for(
+        &self,
+        device: crate::Device,
+        percent: i32,
+    ) -> Result<()> {
+        record((|| {
+            if !(-1..=100).contains(&percent) {
+                return Err(Error::InvalidValue {
+                    what: "shared memory carveout",
+                    value: percent.to_string(),
+                    reason: "must be -1 (no preference) or 0..=100 percent",
+                });
+            }
+            self.set_attr_for(
+                device,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                percent,
+            )
         })())
     }
 }

@@ -306,6 +306,62 @@ impl Stream {
         })())
     }
 
+    /// The stream's unique id in the process (`cudaStreamGetId`). The legacy default stream
+    /// has one of its own, and so has each thread's per-thread default stream (asked from
+    /// [`Stream::per_thread`], the id is the calling thread's).
+    #[doc(alias = "cudaStreamGetId")]
+    pub fn id(&self) -> Result<u64> {
+        record((|| {
+            let a = self.enter()?;
+            let mut id: std::ffi::c_ulonglong = 0;
+            // SAFETY: live stream of the current context (or a special handle, which the
+            // driver resolves); valid out-parameter.
+            a.check(
+                unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) },
+                "cuStreamGetId",
+            )?;
+            Ok(id as u64)
+        })())
+    }
+
+    /// Queues a callback (`cudaStreamAddCallback`, flags 0): `f` runs on a driver thread once
+    /// all earlier work in the stream is done, and later work waits for it to return. It
+    /// receives the stream's status: `Ok(())`, or the error of earlier work in the stream (the
+    /// runtime's `status` argument). Deprecated-but-supported in the runtime in favour of
+    /// [`launch_host_fn`](Self::launch_host_fn), which it otherwise equals: `f` must not call
+    /// into CUDA, and its panic is caught and reported by the next
+    /// [`synchronize`](Self::synchronize) or [`query`](Self::query).
+    #[doc(alias = "cudaStreamAddCallback")]
+    pub fn add_callback<F: FnOnce(Result<()>) + Send + 'static>(&self, f: F) -> Result<()> {
+        record((|| {
+            let lane = self.lane_for_submit("cudaStreamAddCallback")?;
+            let payload = Box::new(HostFn {
+                f,
+                panics: self.inner.host_panics.clone(),
+            });
+            let data = Box::into_raw(payload);
+            type Ours = unsafe extern "C" fn(sys::CUstream, u32, *mut std::ffi::c_void);
+            type Drivers =
+                unsafe extern "C" fn(sys::CUstream, sys::CUresult, *mut std::ffi::c_void);
+            // SAFETY: the signatures differ only in a `repr(u32)` enum against `u32`, which are
+            // passed identically.
+            let cb = unsafe { std::mem::transmute::<Ours, Drivers>(callback_trampoline::<F>) };
+            let r = lane.submit("cudaStreamAddCallback", &[], |a, raw| {
+                // SAFETY: `data` is a leaked box that `callback_trampoline::<F>` takes back
+                // exactly once; on failure the driver never calls it and we take it back below.
+                a.check(
+                    unsafe { sys::cuStreamAddCallback(raw, Some(cb), data.cast(), 0) },
+                    "cuStreamAddCallback",
+                )
+            });
+            if r.is_err() {
+                // SAFETY: the driver refused the call, so it holds no reference to `data`.
+                drop(unsafe { Box::from_raw(data) });
+            }
+            r
+        })())
+    }
+
     fn take_host_panic(&self) -> Result<()> {
         let mut p = self.inner.host_panics.lock();
         if p.is_empty() {
@@ -455,6 +511,33 @@ unsafe extern "C" fn host_fn_trampoline<F: FnOnce() + Send + 'static>(data: *mut
             .unwrap_or_else(|| "non-string panic payload".into());
         panics.lock().push(message);
         // Dropping the payload could panic again; it must not unwind into the driver.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
+    }
+}
+
+/// The driver's stream callback, with the status taken as the plain integer it is (a code the
+/// bindings' enum lacks must never be materialised as that enum).
+unsafe extern "C" fn callback_trampoline<F: FnOnce(Result<()>) + Send + 'static>(
+    _stream: sys::CUstream,
+    status: u32,
+    data: *mut std::ffi::c_void,
+) {
+    // SAFETY: `data` came from `Box::into_raw` of a `HostFn<F>` in `add_callback`, and the
+    // driver calls the function once.
+    let payload = unsafe { Box::from_raw(data.cast::<HostFn<F>>()) };
+    let HostFn { f, panics } = *payload;
+    let status = match status {
+        0 => Ok(()),
+        code => Err(Error::from_driver(code, "the stream's earlier work")),
+    };
+    let _in_host_fn = context::HostFnScope::enter();
+    if let Err(p) = catch_unwind(AssertUnwindSafe(move || f(status))) {
+        let message = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".into());
+        panics.lock().push(message);
         let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
     }
 }

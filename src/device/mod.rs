@@ -1,6 +1,7 @@
 //! Devices: enumeration, the per-thread current device, properties and attributes, flags,
 //! limits, cache configuration, synchronisation and reset.
 
+mod more;
 mod properties;
 
 use std::ffi::c_char;
@@ -11,6 +12,11 @@ use crate::context::{self, device_state};
 use crate::driver::{self, sys};
 use crate::error::{record, DeferredError, Error, Result};
 
+pub use more::{
+    choose_device, set_valid_devices, valid_devices, AsyncNotification,
+    AsyncNotificationRegistration, AtomicCapability, AtomicOperation, ComputeMode,
+    DeviceRequirements, FlushScope, P2PAttribute,
+};
 pub use properties::{DeviceAttribute, DeviceProperties};
 
 /// The CUDA runtime version this crate implements, as `cudaRuntimeGetVersion` reports it
@@ -110,7 +116,8 @@ bitflags! {
         const MAP_HOST = 0x8;
         /// Keep local memory at its largest size after a launch (`cudaDeviceLmemResizeToMax`).
         const LMEM_RESIZE_TO_MAX = 0x10;
-        /// Make synchronous memory operations synchronise (`cudaDeviceSyncMemops`).
+        /// Make synchronous memory operations always synchronise (`cudaDeviceSyncMemops`;
+        /// passed to the primary context as `CU_CTX_SYNC_MEMOPS`).
         const SYNC_MEMOPS = 0x80;
     }
 }
@@ -374,8 +381,10 @@ impl Device {
         record((|| {
             let flags = DeviceFlags::validate(flags.bits())?;
             let raw = self.raw()?;
-            // MapHost and SyncMemops are runtime-level flags; the context takes the rest.
-            let ctx_flags = flags.bits() & (0x7 | 0x10);
+            // MapHost is a runtime-level flag (always on); the primary context takes the rest,
+            // SyncMemops included (`CU_CTX_SYNC_MEMOPS`, which `cuDevicePrimaryCtxSetFlags`
+            // accepts: synchronous memory operations of the context then always synchronise).
+            let ctx_flags = flags.bits() & (0x7 | 0x10 | 0x80);
             // SAFETY: plain call on a valid device handle.
             driver::check(
                 unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(raw, ctx_flags) },

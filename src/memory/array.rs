@@ -1228,6 +1228,8 @@ pub struct MipmappedInner {
     pub(crate) shape: ArrayShape,
     pub(crate) flags: u32,
     pub(crate) levels: u32,
+    /// For an array mapped from external memory: the memory, released after the destroy.
+    external: Option<Arc<crate::external::ExtMemInner>>,
 }
 
 impl MipmappedInner {
@@ -1241,6 +1243,7 @@ impl Drop for MipmappedInner {
         let (device, generation) = (self.track.device, self.track.generation);
         let waits = self.track.uses.take_points();
         let raw = self.raw;
+        let external = self.external.take();
         queue::defer_free_blocking(
             device,
             generation,
@@ -1250,10 +1253,13 @@ impl Drop for MipmappedInner {
                 let Some(a) = a else { return Ok(()) };
                 // SAFETY: a live mipmapped array of this context; its levels (which keep it
                 // alive) and every use of it are gone.
-                a.check(
+                let r = a.check(
                     unsafe { sys::cuMipmappedArrayDestroy(raw.get()) },
                     "cuMipmappedArrayDestroy",
-                )
+                );
+                // External memory it was mapped from may be destroyed only now.
+                drop(external);
+                r
             },
         );
     }
@@ -1312,10 +1318,54 @@ impl<T: Texel> MipmappedArray<T> {
                     shape,
                     flags: raw_flags,
                     levels,
+                    external: None,
                 }),
                 _t: PhantomData,
             })
         })())
+    }
+
+    /// A mipmapped array mapped from external memory by `map` (given the checked descriptor),
+    /// which keeps the external memory alive.
+    pub(crate) fn from_external(
+        a: &Active,
+        shape: ArrayShape,
+        levels: u32,
+        flags: ArrayFlags,
+        map: impl FnOnce(
+            &sys::CUDA_ARRAY3D_DESCRIPTOR,
+        ) -> Result<(sys::CUmipmappedArray, Arc<crate::external::ExtMemInner>)>,
+    ) -> Result<MipmappedArray<T>> {
+        let (extent, raw_flags) = check_shape(shape, flags, true, &TexLimits::of(a)?)?;
+        if levels == 0 || levels > shape.max_levels() {
+            return Err(Error::InvalidValue {
+                what: "mipmap levels",
+                value: format!("{levels} for {shape:?}"),
+                reason: "between 1 and 1 + floor(log2(largest dimension))",
+            });
+        }
+        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: extent.width,
+            Height: extent.height,
+            Depth: extent.depth,
+            Format: T::FORMAT.to_sys(),
+            NumChannels: T::CHANNELS,
+            Flags: raw_flags,
+        };
+        let (raw, keep) = map(&desc)?;
+        Ok(MipmappedArray {
+            inner: Arc::new(MipmappedInner {
+                raw: Raw(raw),
+                track: Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
+                format: T::FORMAT,
+                channels: T::CHANNELS,
+                shape,
+                flags: raw_flags,
+                levels,
+                external: Some(keep),
+            }),
+            _t: PhantomData,
+        })
     }
 
     /// The number of levels.

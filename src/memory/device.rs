@@ -76,6 +76,13 @@ pub struct Alloc {
     order: parking_lot::Mutex<Option<Box<Order>>>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
+    /// Memory imported from another process's pool (`cuMemPoolImportPointer`): freed as usual,
+    /// and forgotten by the registry of imported pointers when freed.
+    pub(crate) pool_import: bool,
+    /// A buffer mapped from external memory (`cuExternalMemoryGetMappedBuffer`): freed with
+    /// `cuMemFree` on the dropping thread once its uses are done, then the external memory
+    /// (kept alive until then) may be destroyed.
+    pub(crate) external: Option<Arc<crate::external::ExtMemInner>>,
     /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
     pub(crate) host: Option<Box<HostSide>>,
     /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
@@ -105,6 +112,8 @@ impl Alloc {
             uses: Uses::default(),
             order: parking_lot::Mutex::new(None),
             ipc: false,
+            pool_import: false,
+            external: None,
             host: None,
             views: AtomicUsize::new(0),
             keep: OnceLock::new(),
@@ -319,6 +328,19 @@ impl Drop for Alloc {
             home => home,
         };
         let order = std::mem::take(self.order.get_mut());
+        if let Some(keep) = self.external.take() {
+            // As for IPC memory: `cuMemFree` waits for the whole device, so it runs on the
+            // dropping thread once the buffer's own uses are done; the external memory object
+            // is released after the free.
+            let uses = std::mem::take(&mut self.uses);
+            if context::in_host_fn() {
+                context::defer_release(move || free_external(device, generation, ptr, uses, keep));
+            } else {
+                free_external(device, generation, ptr, uses, keep);
+            }
+            drop(order);
+            return;
+        }
         if ipc {
             // Closing waits for the whole device (as `cuMemFree` does): done here, on the
             // dropping thread, once the mapping's own uses are done.
@@ -337,10 +359,16 @@ impl Drop for Alloc {
             // the capturing stream.
             waits.push((q, seq));
         }
+        let imported = self.pool_import;
         let free = move |a: Option<&Active>| {
             drop(order);
             // After a reset the memory died with its context.
-            let Some(a) = a else { return Ok(()) };
+            let Some(a) = a else {
+                if imported {
+                    super::pool::forget_import(device, generation, ptr);
+                }
+                return Ok(());
+            };
             // Not `cuMemFree`: it waits for the whole device (unrelated, maybe stalled work
             // included) and holds up other threads' allocations meanwhile, as measured on
             // driver 580. The free goes into a stream instead: the allocation's own (unless a
@@ -358,6 +386,11 @@ impl Drop for Alloc {
                 "cuMemFreeAsync",
             );
             drop(entry);
+            // Forgotten only once freed: an import of the same pointer meanwhile is refused
+            // (it would alias this one), never handed the memory this free releases.
+            if imported {
+                super::pool::forget_import(device, generation, ptr);
+            }
             r
         };
         if waits.is_empty() {
@@ -388,6 +421,33 @@ fn close_ipc(device: i32, generation: u64, ptr: u64, uses: Uses) {
         super::ipc::closed(ptr);
         r
     });
+}
+
+/// Frees a buffer mapped from external memory once its own uses are done, then lets the
+/// external memory go.
+fn free_external(
+    device: i32,
+    generation: u64,
+    ptr: u64,
+    uses: Uses,
+    keep: Arc<crate::external::ExtMemInner>,
+) {
+    if let Err(e) = uses.wait(true) {
+        if let Ok(d) = context::device_state(device) {
+            d.defer("waiting for work that uses external memory", e);
+        }
+    }
+    context::release(
+        device,
+        generation,
+        "freeing a mapped external buffer",
+        move |a| {
+            // SAFETY: mapped from external memory in this context; its uses are done.
+            let r = a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree");
+            drop(keep);
+            r
+        },
+    );
 }
 
 /// A typed allocation of `len` elements of `T` in device memory (`cudaMalloc` or

@@ -49,7 +49,7 @@ pub enum Location {
 }
 
 impl Location {
-    fn raw(self) -> sys::CUmemLocation {
+    pub(crate) fn raw(self) -> sys::CUmemLocation {
         match self {
             Location::Device(d) => sys::CUmemLocation {
                 type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
@@ -127,6 +127,11 @@ pub struct ManagedBuffer<T: DeviceRepr> {
 }
 
 impl<T: DeviceRepr> ManagedBuffer<T> {
+    /// The allocation (for batched submissions through the enqueue path).
+    pub(crate) fn allocation(&self) -> &Alloc {
+        &self.alloc
+    }
+
     /// Allocates `len` zeroed elements of managed memory attached globally on the current
     /// device (`cudaMallocManaged(..., cudaMemAttachGlobal)`).
     #[doc(alias = "cudaMallocManaged")]

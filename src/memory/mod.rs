@@ -55,6 +55,7 @@
 //!   memory died with the context and is not freed twice.
 
 mod array;
+mod batch;
 mod device;
 pub(crate) mod host;
 mod ipc;
@@ -75,6 +76,7 @@ pub(crate) use device::{Alloc, AllocKeep};
 pub(crate) fn sealed_allocation<M: device::sealed::Sealed + ?Sized>(m: &M) -> &Alloc {
     m.allocation()
 }
+pub use batch::{CopyBatch, DiscardBatch, PrefetchBatch, RangeAttributes};
 pub use device::{DeviceBuffer, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use host::{
     HostAccess, HostAllocFlags, HostRegisterFlags, HostRegistration, HostSlice, HostSliceMut,
@@ -83,11 +85,13 @@ pub use host::{
 pub use ipc::{IpcEventHandle, IpcMemHandle};
 pub use managed::{Location, ManagedBuffer, MemAdvice, MemAttach};
 pub use pitched::{
-    copy_3d, copy_3d_async, Copy3D, DevicePitched, Extent, HostPitched, HostPitchedMut,
-    PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
+    copy_3d, copy_3d_async, Copy3D, Copy3DBatch, DevicePitched, Extent, HostPitched,
+    HostPitchedMut, PitchedBuffer, PitchedSide, PitchedSideMut, Pos,
 };
 pub use pointer::{pointer_attributes, MemoryType, PointerAttributes};
-pub use pool::{MemPool, MemPoolProps, PoolStats, ReusePolicy, ShareableHandle};
+pub use pool::{
+    MemPool, MemPoolProps, PoolAccess, PoolPtrExport, PoolStats, ReusePolicy, ShareableHandle,
+};
 
 /// Plain data that may be copied to and from the device: `Copy`, no padding, no pointers to
 /// host memory, valid for any bit pattern (so reading back whatever the device wrote is sound).

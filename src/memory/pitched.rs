@@ -956,6 +956,226 @@ fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s
     }
 }
 
+/// 2-D / 3-D copies queued together (`cudaMemcpy3DBatchAsync`) between device-side operands:
+/// pitched device memory ([`PitchedBuffer`], [`DevicePitched`]) and CUDA arrays, of the
+/// stream's device. Each copy is checked as [`copy_3d`] checks it; the batch is one submission
+/// through the enqueue path, its copies in no particular order among themselves.
+///
+/// Host sides are refused: a batch returns before its copies run, and the crate's host sides
+/// are borrowed slices (use [`copy_3d_async`], which waits for a host side).
+///
+/// The driver runs a batch's copies in no order, so they must not depend on each other: the
+/// borrows rule that out (each destination is borrowed exclusively), except for two handles
+/// of one mipmap level ([`MipmappedArray::level`](crate::MipmappedArray::level) twice), where
+/// overlapping copies leave unspecified texels.
+pub struct Copy3DBatch<'a, T: DeviceRepr> {
+    ops: Vec<(&'a dyn PitchedSide<T>, &'a dyn PitchedSide<T>, Copy3D)>,
+}
+
+impl<T: DeviceRepr> Default for Copy3DBatch<'_, T> {
+    fn default() -> Self {
+        Copy3DBatch { ops: Vec::new() }
+    }
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for Copy3DBatch<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Copy3DBatch")
+            .field("copies", &self.ops.len())
+            .finish()
+    }
+}
+
+/// One operand of a batched 3-D copy, and the element size the driver counts it in.
+fn operand(
+    b: Base<'_>,
+    l: Layout,
+    r: &ByteRegion,
+    pos: Pos,
+    unit: usize,
+    side: &'static str,
+) -> Result<sys::CUmemcpy3DOperand> {
+    // SAFETY: all-zero is a valid operand (integers, a union of plain structs); the fields
+    // that matter are set below.
+    let mut o: sys::CUmemcpy3DOperand = unsafe { std::mem::zeroed() };
+    match b {
+        Base::Device(ptr, _) => {
+            if !l.pitch.is_multiple_of(unit) {
+                return Err(Error::InvalidValue {
+                    what: side,
+                    value: format!("pitch of {} bytes", l.pitch),
+                    reason: "a pitch copied to or from an array in a batch must be a whole \
+                             number of elements",
+                });
+            }
+            o.type_ = sys::CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_POINTER;
+            o.op.ptr = sys::CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
+                // The region's first byte (checked against the side by `region`).
+                ptr: ptr + r.first as u64,
+                rowLength: l.pitch / unit,
+                layerHeight: l.rows,
+                // SAFETY: all-zero is a valid location (type invalid: no hint).
+                locHint: unsafe { std::mem::zeroed() },
+            };
+        }
+        Base::Array(raw, _, _) => {
+            o.type_ = sys::CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_ARRAY;
+            o.op.array = sys::CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2 {
+                array: raw,
+                offset: sys::CUoffset3D {
+                    x: pos.x,
+                    y: pos.y,
+                    z: pos.z,
+                },
+            };
+        }
+        Base::Host(_) => {
+            return Err(Error::InvalidValue {
+                what: side,
+                value: "host memory".into(),
+                reason: "a batch returns before its copies run, so host sides are refused; use \
+                         copy_3d_async",
+            })
+        }
+    }
+    Ok(o)
+}
+
+impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a copy of `region` from `src` to `dst` (checked at [`submit`](Self::submit)). The
+    /// destination is borrowed exclusively for the batch's life.
+    pub fn copy<D: PitchedSideMut<T> + 'a, S: PitchedSide<T> + 'a>(
+        &mut self,
+        dst: &'a mut D,
+        src: &'a S,
+        region: Copy3D,
+    ) {
+        let dst: &'a D = dst;
+        self.ops.push((dst, src, region));
+    }
+
+    /// The number of copies.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch has no copy.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Queues every copy on `stream` as one operation (`cudaMemcpy3DBatchAsync`, source access
+    /// in stream order). Does not block the host. Empty regions queue nothing.
+    ///
+    /// # Errors
+    /// As [`copy_3d`] for each region, naming the copy; [`Error::InvalidValue`] for a host
+    /// side or the legacy default stream; [`Error::DeviceMismatch`] for memory of another
+    /// device.
+    #[doc(alias = "cudaMemcpy3DBatchAsync")]
+    pub fn submit(self, stream: &Stream) -> Result<()> {
+        record((|| {
+            const CALL: &str = "cudaMemcpy3DBatchAsync";
+            let raw_stream = stream.as_raw() as usize;
+            if raw_stream == 0 || raw_stream == 1 {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "the legacy default stream".into(),
+                    reason: "the driver does not take batched copies on the legacy default \
+                             stream; use a created stream or Stream::per_thread()",
+                });
+            }
+            let elem = size_of::<T>();
+            let mut list = Vec::with_capacity(self.ops.len());
+            let mut uses = Vec::with_capacity(2 * self.ops.len());
+            for (i, (dst, src, p)) in self.ops.iter().enumerate() {
+                let named = |e: Error| Error::InvalidValue {
+                    what: CALL,
+                    value: format!("copy {i}: {e}"),
+                    reason: "its region does not fit its sides",
+                };
+                let (sb, db) = (src.base(), dst.base());
+                for (b, pos, side) in [(sb, p.src_pos, "source"), (db, p.dst_pos, "destination")] {
+                    if let Base::Array(_, _, dims) = b {
+                        array_region(dims, pos, p.extent, side).map_err(named)?;
+                    }
+                }
+                let sr =
+                    region(src.layout(), p.src_pos, p.extent, elem, "source").map_err(named)?;
+                let dr = region(dst.layout(), p.dst_pos, p.extent, elem, "destination")
+                    .map_err(named)?;
+                if sr.first == sr.end {
+                    continue;
+                }
+                if let (Base::Array(s_raw, _, _), Base::Array(d_raw, _, _)) = (sb, db) {
+                    let overlap = |a: usize, b: usize, n: usize| {
+                        a < b.saturating_add(n) && b < a.saturating_add(n)
+                    };
+                    if s_raw == d_raw
+                        && overlap(p.src_pos.x, p.dst_pos.x, p.extent.width)
+                        && overlap(p.src_pos.y, p.dst_pos.y, p.extent.height)
+                        && overlap(p.src_pos.z, p.dst_pos.z, p.extent.depth)
+                    {
+                        return Err(Error::InvalidValue {
+                            what: CALL,
+                            value: format!("copy {i}"),
+                            reason: "source and destination regions of one array overlap",
+                        });
+                    }
+                }
+                // Pointer to pointer copies count bytes; with an array, its elements.
+                let both_pointers =
+                    matches!(sb, Base::Device(..)) && matches!(db, Base::Device(..));
+                let unit = if both_pointers { 1 } else { elem };
+                let s_op = operand(sb, src.layout(), &sr, p.src_pos, unit, "the batch's source")?;
+                let d_op = operand(
+                    db,
+                    dst.layout(),
+                    &dr,
+                    p.dst_pos,
+                    unit,
+                    "the batch's destination",
+                )?;
+                // SAFETY: all-zero is a valid operation (plain structs and integer enums whose
+                // zero is a listed value); every field is set below.
+                let mut op: sys::CUDA_MEMCPY3D_BATCH_OP = unsafe { std::mem::zeroed() };
+                op.src = s_op;
+                op.dst = d_op;
+                op.extent = sys::CUextent3D {
+                    width: p.extent.width * elem / unit,
+                    height: p.extent.height,
+                    depth: p.extent.depth,
+                };
+                op.srcAccessOrder = sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+                list.push(op);
+                if let Base::Device(_, d) | Base::Array(_, d, _) = db {
+                    uses.push(Use::device(d, true));
+                }
+                if let Base::Device(_, s) | Base::Array(_, s, _) = sb {
+                    uses.push(Use::device(s, false));
+                }
+            }
+            if list.is_empty() {
+                return Ok(());
+            }
+            let lane = stream.lane()?;
+            lane.submit(CALL, &uses, |a, raw| {
+                // SAFETY: every operation's regions were checked against their sides, which
+                // the enqueue path admitted for this context (destinations written, exclusively
+                // borrowed; sources read); flags 0; live stream.
+                a.check(
+                    unsafe { sys::cuMemcpy3DBatchAsync_v2(list.len(), list.as_mut_ptr(), 0, raw) },
+                    "cuMemcpy3DBatchAsync",
+                )
+            })
+        })())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,12 +1,19 @@
 //! Stream-ordered memory pools: `cudaMemPoolCreate`, `cudaDeviceGetDefaultMemPool`,
 //! `cudaMemPoolSetAttribute` / `cudaMemPoolGetAttribute`, `cudaMemPoolTrimTo`.
 
-use std::sync::Arc;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::Device;
+
+use super::device::Alloc;
+use super::{DeviceBuffer, DeviceRepr};
 
 bitflags::bitflags! {
     /// When a pool may reuse memory freed in stream order (`cudaMemPoolReuse*` attributes).
@@ -56,6 +63,45 @@ pub struct PoolStats {
     pub used_high: u64,
 }
 
+/// How a device may access a pool's memory (`cudaMemAccessFlags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolAccess {
+    /// No access (`cudaMemAccessFlagsProtNone`).
+    None,
+    /// Reads only (`cudaMemAccessFlagsProtRead`).
+    Read,
+    /// Reads and writes (`cudaMemAccessFlagsProtReadWrite`).
+    ReadWrite,
+}
+
+impl PoolAccess {
+    fn to_raw(self) -> sys::CUmemAccess_flags {
+        use sys::CUmemAccess_flags::*;
+        match self {
+            PoolAccess::None => CU_MEM_ACCESS_FLAGS_PROT_NONE,
+            PoolAccess::Read => CU_MEM_ACCESS_FLAGS_PROT_READ,
+            PoolAccess::ReadWrite => CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        }
+    }
+
+    fn from_raw(n: u32) -> Result<PoolAccess> {
+        match n {
+            0 => Ok(PoolAccess::None),
+            1 => Ok(PoolAccess::Read),
+            3 => Ok(PoolAccess::ReadWrite),
+            n => Err(Error::InvalidValue {
+                what: "access flags from the driver",
+                value: n.to_string(),
+                reason: "not a cudaMemAccessFlags value",
+            }),
+        }
+    }
+}
+
+/// The pools this crate created and that still live, so that a device's current pool can be
+/// handed out as the very pool (sharing its lifetime), never as a second owner.
+static OWNED: Mutex<Vec<Weak<PoolInner>>> = Mutex::new(Vec::new());
+
 #[derive(Debug)]
 struct PoolInner {
     raw: Raw<sys::CUmemPoolHandle_st>,
@@ -63,11 +109,14 @@ struct PoolInner {
     generation: u64,
     /// Made by the crate (destroyed on drop), not a device's default pool.
     owned: bool,
+    /// Pointers were imported from this (imported) pool: it is left to its context (destroyed
+    /// at a reset or process exit), since the imported buffers may outlive the handle.
+    pointers_imported: AtomicBool,
 }
 
 impl Drop for PoolInner {
     fn drop(&mut self) {
-        if !self.owned {
+        if !self.owned || *self.pointers_imported.get_mut() {
             return;
         }
         let raw = self.raw;
@@ -157,14 +206,85 @@ impl MemPool {
     }
 
     fn wrap(a: &Active, raw: sys::CUmemoryPool, owned: bool) -> MemPool {
-        MemPool {
-            inner: Arc::new(PoolInner {
-                raw: Raw(raw),
-                device: a.dev.ordinal,
-                generation: a.generation(),
-                owned,
-            }),
+        let inner = Arc::new(PoolInner {
+            raw: Raw(raw),
+            device: a.dev.ordinal,
+            generation: a.generation(),
+            owned,
+            pointers_imported: AtomicBool::new(false),
+        });
+        if owned {
+            let mut pools = OWNED.lock();
+            pools.retain(|w| w.strong_count() > 0);
+            pools.push(Arc::downgrade(&inner));
         }
+        MemPool { inner }
+    }
+
+    /// Sets how `device`'s work may access the pool's memory (`cudaMemPoolSetAccess`, one
+    /// descriptor). The pool's own device always has read-write access, which cannot be
+    /// lowered.
+    ///
+    /// Revoking access while `device`'s queued work still uses the pool's memory makes that
+    /// work fault on the GPU (an error the stream reports, sticky for the device), as in
+    /// libcudart; the crate refuses kernels and copies of one device on another device's
+    /// memory anyway, except peer copies, which need no pool access.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for lowering the owner's access; the driver's errors for a
+    /// device that cannot be a peer of the pool's device.
+    #[doc(alias = "cudaMemPoolSetAccess")]
+    pub fn set_access(&self, device: Device, access: PoolAccess) -> Result<()> {
+        record((|| {
+            if device.ordinal() == self.inner.device && access != PoolAccess::ReadWrite {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolSetAccess",
+                    value: format!("{access:?} for device {}", device.ordinal()),
+                    reason: "the pool's own device keeps read-write access",
+                });
+            }
+            crate::Device::new(device.ordinal())?;
+            let a = self.enter()?;
+            let desc = sys::CUmemAccessDesc {
+                location: sys::CUmemLocation {
+                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: device.ordinal(),
+                },
+                flags: access.to_raw(),
+            };
+            // SAFETY: live pool; one valid descriptor.
+            a.check(
+                unsafe { sys::cuMemPoolSetAccess(self.as_raw(), &desc, 1) },
+                "cuMemPoolSetAccess",
+            )
+        })())
+    }
+
+    /// How `device`'s work may access the pool's memory (`cudaMemPoolGetAccess`).
+    #[doc(alias = "cudaMemPoolGetAccess")]
+    pub fn access(&self, device: Device) -> Result<PoolAccess> {
+        record((|| {
+            crate::Device::new(device.ordinal())?;
+            let a = self.enter()?;
+            let mut loc = sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: device.ordinal(),
+            };
+            // Read as a plain number: a value the bindings' enum lacks must not be formed.
+            let mut flags = 0u32;
+            // SAFETY: live pool; valid location; `flags` has the enum's size.
+            a.check(
+                unsafe {
+                    sys::cuMemPoolGetAccess(
+                        (&mut flags as *mut u32).cast(),
+                        self.as_raw(),
+                        &mut loc,
+                    )
+                },
+                "cuMemPoolGetAccess",
+            )?;
+            PoolAccess::from_raw(flags)
+        })())
     }
 
     /// The raw `CUmemoryPool`.
@@ -320,7 +440,316 @@ impl MemPool {
     }
 }
 
+/// What another process needs to import one allocation of an exported pool
+/// (`cudaMemPoolPtrExportData`): 64 opaque bytes, sent by any means.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PoolPtrExport(pub [u8; 64]);
+
+impl std::fmt::Debug for PoolPtrExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PoolPtrExport({})", self.to_hex())
+    }
+}
+
+impl PoolPtrExport {
+    /// The data as 128 hexadecimal digits, for passing as text.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses [`to_hex`](Self::to_hex)'s output.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for anything but 128 hexadecimal digits.
+    pub fn from_hex(s: &str) -> Result<PoolPtrExport> {
+        let bad = || Error::InvalidValue {
+            what: "pool pointer export data",
+            value: format!("{s:?}"),
+            reason: "expected 128 hexadecimal digits",
+        };
+        if s.len() != 128 || !s.is_ascii() {
+            return Err(bad());
+        }
+        let mut out = [0u8; 64];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(PoolPtrExport(out))
+    }
+}
+
+/// Pointers imported from other processes' pools and still owned by a buffer here: (device,
+/// context generation, address, export data). A second import of the same data would alias
+/// the first buffer, and its free would release the first one's memory.
+/// (device, context generation, address, export data) of one imported pointer.
+type Import = (i32, u64, u64, [u8; 64]);
+
+static IMPORTS: Mutex<Vec<Import>> = Mutex::new(Vec::new());
+
+/// Forgets an imported pointer once freed (from the buffer's drop).
+pub(crate) fn forget_import(device: i32, generation: u64, ptr: u64) {
+    IMPORTS
+        .lock()
+        .retain(|&(d, g, p, _)| !(d == device && g == generation && p == ptr));
+}
+
+impl MemPool {
+    /// A POSIX file descriptor another process can import the pool from
+    /// (`cudaMemPoolExportToShareableHandle` with `cudaMemHandleTypePosixFileDescriptor`).
+    /// Send it over a Unix socket (`SCM_RIGHTS`) or let a child inherit it.
+    ///
+    /// # Errors
+    /// The driver's `cudaErrorInvalidValue` unless the pool was made with
+    /// [`ShareableHandle::PosixFileDescriptor`].
+    #[doc(alias = "cudaMemPoolExportToShareableHandle")]
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        record((|| {
+            let a = self.enter()?;
+            let mut fd: libc::c_int = -1;
+            // SAFETY: live pool; for this handle type the driver writes one int.
+            a.check(
+                unsafe {
+                    sys::cuMemPoolExportToShareableHandle(
+                        (&mut fd as *mut libc::c_int).cast(),
+                        self.as_raw(),
+                        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                        0,
+                    )
+                },
+                "cuMemPoolExportToShareableHandle",
+            )?;
+            if fd < 0 {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolExportToShareableHandle",
+                    value: fd.to_string(),
+                    reason: "the driver returned no file descriptor",
+                });
+            }
+            // SAFETY: a descriptor the driver just opened for the caller, owned by nobody else.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        })())
+    }
+
+    /// Imports a pool another process exported ([`export_fd`](Self::export_fd)) on `device`,
+    /// the device of this process that is the exporter's
+    /// (`cudaMemPoolImportFromShareableHandle`). The descriptor stays the caller's. The pool
+    /// serves only [`DeviceBuffer::import_from_pool`]; allocating from it is refused by the
+    /// driver.
+    #[doc(alias = "cudaMemPoolImportFromShareableHandle")]
+    pub fn import_fd(fd: BorrowedFd<'_>, device: Device) -> Result<MemPool> {
+        record((|| {
+            let a = context::enter(device.ordinal())?;
+            let mut raw: sys::CUmemoryPool = std::ptr::null_mut();
+            // SAFETY: the context is current; for this handle type the handle is the
+            // descriptor's number passed as a pointer-sized value, which the driver reads and
+            // does not close.
+            a.check(
+                unsafe {
+                    sys::cuMemPoolImportFromShareableHandle(
+                        &mut raw,
+                        fd.as_raw_fd() as isize as *mut std::ffi::c_void,
+                        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                        0,
+                    )
+                },
+                "cuMemPoolImportFromShareableHandle",
+            )?;
+            Ok(MemPool::wrap(&a, raw, true))
+        })())
+    }
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// What another process needs to import this allocation from the pool it was made from
+    /// (`cudaMemPoolExportPointer`). Waits until the allocation exists in its stream's order
+    /// first (the importer must not use it earlier).
+    ///
+    /// Keep this buffer alive until every importer has dropped its buffer: the runtime requires
+    /// imported memory to be freed before the exporter frees it (order them with an
+    /// interprocess event, or wait for the other process to end).
+    ///
+    /// # Errors
+    /// The driver's error unless the buffer came from a pool made with a shareable handle type
+    /// ([`DeviceBuffer::new_from_pool_async`]); [`Error::InvalidValue`] for an empty buffer.
+    #[doc(alias = "cudaMemPoolExportPointer")]
+    pub fn pool_export(&self) -> Result<PoolPtrExport> {
+        record((|| {
+            let al: &Alloc = super::sealed_allocation(self);
+            if al.bytes == 0 {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolExportPointer",
+                    value: "an empty buffer".into(),
+                    reason: "an empty buffer has no allocation to share",
+                });
+            }
+            al.wait_allocated()?;
+            let a = context::enter_handle(al.device, al.generation, "device buffer")?;
+            let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
+            // SAFETY: a live allocation of this context; valid out-parameter.
+            a.check(
+                unsafe { sys::cuMemPoolExportPointer(&mut data, al.ptr) },
+                "cuMemPoolExportPointer",
+            )?;
+            Ok(PoolPtrExport(data.reserved))
+        })())
+    }
+
+    /// Imports `len` elements of an allocation another process exported
+    /// ([`pool_export`](Self::pool_export)) from `pool`, which was imported from that process
+    /// (`cudaMemPoolImportPointer`). Dropping the buffer frees the import (`cudaFreeAsync`,
+    /// after the work that used it), not the exporter's memory.
+    ///
+    /// Accesses are not synchronised with the other process: order them with interprocess
+    /// events. A pool from which pointers were imported is left to its context when its last
+    /// handle drops (destroyed at a reset or at exit), since the buffers may outlive it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when this process already holds a buffer for the same export
+    /// (a second one would alias it); [`Error::OutOfRange`] when `len` elements exceed the
+    /// allocation; [`Error::DeviceMismatch`] when the memory is on another device than the
+    /// pool's handle says; the driver's errors for a pool or data that do not belong together.
+    #[doc(alias = "cudaMemPoolImportPointer")]
+    pub fn import_from_pool(
+        pool: &MemPool,
+        data: &PoolPtrExport,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        record((|| {
+            let a = pool.enter()?;
+            let (device, generation) = a.id();
+            let mut imports = IMPORTS.lock();
+            if imports
+                .iter()
+                .any(|(d, g, _, x)| *d == device && *g == generation && *x == data.0)
+            {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolImportPointer",
+                    value: format!("{data:?}"),
+                    reason: "this process holds a buffer of that allocation already; a second \
+                             one would alias it",
+                });
+            }
+            let mut raw_data = sys::CUmemPoolPtrExportData { reserved: data.0 };
+            let mut ptr = 0u64;
+            // SAFETY: live (imported) pool of this context; valid data and out-parameter.
+            a.check(
+                unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.as_raw(), &mut raw_data) },
+                "cuMemPoolImportPointer",
+            )?;
+            pool.inner.pointers_imported.store(true, Ordering::Release);
+            if imports
+                .iter()
+                .any(|(d, g, p, _)| *d == device && *g == generation && *p == ptr)
+            {
+                // The same allocation through other export data: the address is a live
+                // buffer's. It is not freed here (that could free the live buffer's memory);
+                // at worst the driver keeps one more reference until the context goes.
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolImportPointer",
+                    value: format!("{data:?} (mapped at {ptr:#x})"),
+                    reason: "this process holds a buffer of that allocation already; a second \
+                             one would alias it",
+                });
+            }
+            let (mut base, mut size) = (0u64, 0usize);
+            // SAFETY: `ptr` is a live import of this context; valid out-parameters.
+            let range = a.check(
+                unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) },
+                "cuMemGetAddressRange",
+            );
+            let mut ordinal = -1i32;
+            // SAFETY: as above; the attribute is one int.
+            let ord = a.check(
+                unsafe {
+                    sys::cuPointerGetAttribute(
+                        (&mut ordinal as *mut i32).cast(),
+                        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                        ptr,
+                    )
+                },
+                "cuPointerGetAttribute",
+            );
+            let avail = size.saturating_sub(ptr.saturating_sub(base) as usize);
+            let err = match (range, ord) {
+                (Err(e), _) | (_, Err(e)) => Some(e),
+                _ if ordinal != device => Some(Error::DeviceMismatch {
+                    call: "cudaMemPoolImportPointer",
+                    what: "the imported memory",
+                    found: ordinal,
+                    expected: device,
+                }),
+                _ => match len.checked_mul(std::mem::size_of::<T>()) {
+                    Some(b) if b <= avail => None,
+                    _ => Some(Error::OutOfRange {
+                        what: "imported allocation (elements)",
+                        start: 0,
+                        end: len,
+                        len: avail / std::mem::size_of::<T>().max(1),
+                    }),
+                },
+            };
+            if let Some(e) = err {
+                // SAFETY: imported above, unused; freed once (the runtime allows cuMemFree of
+                // imported memory).
+                unsafe { sys::cuMemFree_v2(ptr) };
+                return Err(e);
+            }
+            imports.push((device, generation, ptr, data.0));
+            drop(imports);
+            let mut al = Alloc::plain(ptr, avail, device, generation);
+            al.pool_import = true;
+            Ok(DeviceBuffer::from_alloc(al, len))
+        })())
+    }
+}
+
 impl Device {
+    /// The device's current pool, used by
+    /// [`DeviceBuffer::new_async`](crate::DeviceBuffer::new_async) (`cudaDeviceGetMemPool`;
+    /// `cudaMemGetMemPool` for a device location and pinned memory): the default pool until
+    /// [`set_mem_pool`](Self::set_mem_pool), and after a reset.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the current pool was set outside the crate (through the
+    /// driver API): its lifetime is unknown, so no handle to it is given out.
+    #[doc(alias = "cudaDeviceGetMemPool")]
+    #[doc(alias = "cudaMemGetMemPool")]
+    pub fn mem_pool(self) -> Result<MemPool> {
+        record((|| {
+            let a = context::enter(self.ordinal())?;
+            let (mut cur, mut def): (sys::CUmemoryPool, sys::CUmemoryPool) =
+                (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: valid device and out-parameters.
+            a.check(
+                unsafe { sys::cuDeviceGetMemPool(&mut cur, a.dev.raw) },
+                "cuDeviceGetMemPool",
+            )?;
+            // SAFETY: as above.
+            a.check(
+                unsafe { sys::cuDeviceGetDefaultMemPool(&mut def, a.dev.raw) },
+                "cuDeviceGetDefaultMemPool",
+            )?;
+            if cur == def {
+                return Ok(MemPool::wrap(&a, cur, false));
+            }
+            let generation = a.generation();
+            let found = OWNED.lock().iter().find_map(|w| {
+                w.upgrade().filter(|p| {
+                    p.raw.get() == cur && p.device == self.ordinal() && p.generation == generation
+                })
+            });
+            found
+                .map(|inner| MemPool { inner })
+                .ok_or_else(|| Error::InvalidValue {
+                    what: "cudaDeviceGetMemPool",
+                    value: format!("pool {cur:p} of device {}", self.ordinal()),
+                    reason:
+                        "the device's current pool was set outside this crate; its lifetime is \
+                         unknown, so no handle to it is given out",
+                })
+        })())
+    }
+
     /// Makes `pool` the device's current pool, used by
     /// [`DeviceBuffer::new_async`](crate::DeviceBuffer::new_async) (`cudaDeviceSetMemPool`).
     ///
@@ -351,3 +780,47 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<MemPool>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_data_round_trips_as_text() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for _ in 0..50 {
+            let mut b = [0u8; 64];
+            b.iter_mut().for_each(|x| *x = rng.u8(..));
+            let d = PoolPtrExport(b);
+            assert_eq!(PoolPtrExport::from_hex(&d.to_hex()).unwrap(), d);
+        }
+        let e = PoolPtrExport::from_hex("12").unwrap_err();
+        assert!(e.to_string().contains("128 hexadecimal"), "{e}");
+        assert!(PoolPtrExport::from_hex(&"x".repeat(128)).is_err());
+    }
+
+    #[test]
+    fn imports_are_forgotten_exactly() {
+        IMPORTS.lock().push((7, 3, 0x1000, [1; 64]));
+        IMPORTS.lock().push((7, 3, 0x2000, [2; 64]));
+        forget_import(7, 3, 0x1000);
+        forget_import(7, 4, 0x2000);
+        let left: Vec<u64> = IMPORTS
+            .lock()
+            .iter()
+            .filter(|e| e.0 == 7)
+            .map(|e| e.2)
+            .collect();
+        assert_eq!(left, vec![0x2000]);
+        forget_import(7, 3, 0x2000);
+    }
+
+    #[test]
+    fn access_flags_round_trip() {
+        for a in [PoolAccess::None, PoolAccess::Read, PoolAccess::ReadWrite] {
+            assert_eq!(PoolAccess::from_raw(a.to_raw() as u32).unwrap(), a);
+        }
+        let e = PoolAccess::from_raw(2).unwrap_err();
+        assert!(e.to_string().contains("2"), "{e}");
+    }
+}

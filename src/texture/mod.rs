@@ -64,6 +64,7 @@
 
 pub mod cpu;
 pub(crate) mod format;
+mod resource;
 mod surface;
 
 use std::marker::PhantomData;
@@ -71,6 +72,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 pub use format::{ArrayFormat, ChannelDesc, ChannelFormatKind, Texel, TexelScalar};
+pub use resource::ResourceDesc;
 pub use surface::SurfaceObject;
 
 use crate::context::{self, Active};

@@ -36,6 +36,11 @@ pub struct SurfaceObject {
 }
 
 impl SurfaceObject {
+    /// Enters the surface's device, failing after a reset of it.
+    pub(super) fn enter_ctx(&self) -> Result<crate::context::Active> {
+        crate::context::enter_handle(self.track.device, self.track.generation, "surface object")
+    }
+
     /// A surface over `array` (`cudaCreateSurfaceObject`), on the array's device.
     ///
     /// # Errors

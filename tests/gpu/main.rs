@@ -24,6 +24,7 @@ mod library;
 mod memory;
 mod peer;
 mod pitched;
+mod runtime_rest;
 mod safety;
 mod stream;
 mod symbols;
@@ -53,6 +54,7 @@ fn main() {
             .iter()
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
+            .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
@@ -99,6 +101,7 @@ fn main() {
         memory::TESTS,
         peer::TESTS,
         pitched::TESTS,
+        runtime_rest::TESTS,
         safety::TESTS,
         stream::TESTS,
         symbols::TESTS,
