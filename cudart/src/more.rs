@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_void};
 
 use cuda_runtime::abi::{sys, Entered};
-use cuda_runtime::{Device, DeviceAttribute, Error, ErrorCode};
+use cuda_runtime::{Error, ErrorCode};
 
 use crate::graph::{cudaGraphNode_t, cudaGraph_t};
 use crate::memory::cudaChannelFormatDesc;
@@ -173,71 +173,31 @@ export! {
     }
 }
 
-/// Compute capability, multiprocessors and memory of one device, for [`choose`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Candidate {
-    major: i32,
-    minor: i32,
-    sms: i32,
-    memory: usize,
-}
-
-/// The device that best matches a wanted compute capability: the lowest capability at or
-/// above it (closest fit), then more multiprocessors, then more memory, then the lower
-/// ordinal; when none reaches it, the highest capability.
-fn choose(want: (i32, i32), devices: &[Candidate]) -> Option<usize> {
-    let cc = |c: &Candidate| (c.major, c.minor);
-    let fits = devices.iter().enumerate().filter(|(_, c)| cc(c) >= want);
-    let best_fit = fits.min_by(|(i, a), (j, b)| {
-        cc(a)
-            .cmp(&cc(b))
-            .then(b.sms.cmp(&a.sms))
-            .then(b.memory.cmp(&a.memory))
-            .then(i.cmp(j))
-    });
-    best_fit
-        .or_else(|| {
-            devices
-                .iter()
-                .enumerate()
-                .min_by(|(i, a), (j, b)| cc(b).cmp(&cc(a)).then(b.sms.cmp(&a.sms)).then(i.cmp(j)))
-        })
-        .map(|(i, _)| i)
-}
-
 export! {
-    /// `cudaChooseDevice`: of the visible devices, the one whose compute capability is the
-    /// closest at or above `prop`'s `major.minor` (ties: more multiprocessors, more memory, lower
-    /// ordinal); when none reaches it, the most capable. Other fields of `prop` are not used.
+    /// `cudaChooseDevice`: the crate's `choose_device` (one rule for both interfaces) with the
+    /// requirements `prop` sets: compute capability, global memory, multiprocessors and
+    /// concurrent managed access (a zero field asks for nothing).
     fn cudaChooseDevice(device: *mut i32, prop: *const cudaDeviceProp) -> cudaError_t {
         code((|| {
             let o = out(device, "cudaChooseDevice")?;
             // SAFETY: C callers pass a readable property block or null (refused).
             let p = unsafe { prop.as_ref() }
                 .ok_or_else(|| fail(ErrorCode::InvalidValue, "cudaChooseDevice"))?;
-            let n = cuda_runtime::device_count()?;
-            let mut all = Vec::new();
-            for i in 0..n {
-                let d = Device::new(i)?;
-                all.push(Candidate {
-                    major: d.attribute(DeviceAttribute::ComputeCapabilityMajor)?,
-                    minor: d.attribute(DeviceAttribute::ComputeCapabilityMinor)?,
-                    sms: d.attribute(DeviceAttribute::MultiProcessorCount)?,
-                    memory: d.total_memory()?,
-                });
-            }
-            let i = choose((p.major, p.minor), &all)
-                .ok_or_else(|| fail(ErrorCode::NoDevice, "cudaChooseDevice"))?;
-            *o = i as i32;
+            let wanted = cuda_runtime::DeviceRequirements {
+                compute_capability: (p.major, p.minor),
+                total_global_mem: p.totalGlobalMem,
+                multi_processor_count: p.multiProcessorCount,
+                integrated: None,
+                concurrent_managed_access: p.concurrentManagedAccess != 0,
+            };
+            *o = cuda_runtime::choose_device(&wanted)?.ordinal();
             Ok(())
         })())
     }
 }
 
 export! {
-    /// `cudaSetValidDevices`: checks the list (every ordinal visible, none twice). The runtime
-    /// uses it only to pick a device for a thread that never chose one; this library's implicit
-    /// device is device 0 as `cudaSetDevice`'s default, so the list is checked and not kept.
+    /// `cudaSetValidDevices`: the crate's `set_valid_devices` (one rule for both interfaces).
     fn cudaSetValidDevices(device_arr: *mut i32, len: i32) -> cudaError_t {
         code((|| {
             if len < 0 || (len > 0 && device_arr.is_null()) {
@@ -249,16 +209,7 @@ export! {
                 // SAFETY: C callers pass `len` readable ordinals.
                 unsafe { std::slice::from_raw_parts(device_arr, len as usize) }
             };
-            let n = cuda_runtime::device_count()?;
-            for (k, d) in list.iter().enumerate() {
-                if *d < 0 || *d >= n {
-                    return Err(fail(ErrorCode::InvalidDevice, "cudaSetValidDevices"));
-                }
-                if list[..k].contains(d) {
-                    return Err(fail(ErrorCode::InvalidValue, "cudaSetValidDevices"));
-                }
-            }
-            Ok(())
+            cuda_runtime::set_valid_devices(list)
         })())
     }
 }
@@ -581,53 +532,5 @@ mod tests {
             assert_eq!(range_attr(n).unwrap() as i32, n);
         }
         assert!(range_attr(0).is_err() && range_attr(9).is_err());
-    }
-
-    #[test]
-    fn choose_prefers_the_closest_capability_at_or_above() {
-        let c = |major, minor, sms, memory| Candidate {
-            major,
-            minor,
-            sms,
-            memory,
-        };
-        let devs = [
-            c(8, 0, 108, 40),
-            c(9, 0, 132, 80),
-            c(8, 6, 84, 24),
-            c(8, 6, 84, 48),
-        ];
-        assert_eq!(choose((8, 5), &devs), Some(3)); // 8.6, more memory
-        assert_eq!(choose((9, 0), &devs), Some(1));
-        assert_eq!(choose((7, 0), &devs), Some(0)); // 8.0 is the closest fit
-        assert_eq!(choose((10, 0), &devs), Some(1)); // none fits: the most capable
-        assert_eq!(choose((0, 0), &[]), None);
-        // Against a brute-force model on random devices.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as i32
-        };
-        for _ in 0..300 {
-            let n = 1 + next(5) as usize;
-            let devs: Vec<_> = (0..n)
-                .map(|_| c(7 + next(4), next(10), 1 + next(200), next(100) as usize))
-                .collect();
-            let want = (7 + next(4), next(10));
-            let got = choose(want, &devs).unwrap();
-            let fit = |d: &Candidate| (d.major, d.minor) >= want;
-            if devs.iter().any(fit) {
-                assert!(fit(&devs[got]));
-                for d in devs.iter().filter(|d| fit(d)) {
-                    assert!((devs[got].major, devs[got].minor) <= (d.major, d.minor));
-                }
-            } else {
-                for d in &devs {
-                    assert!((devs[got].major, devs[got].minor) >= (d.major, d.minor));
-                }
-            }
-        }
     }
 }
