@@ -289,6 +289,49 @@ fn graph_checks() {
     println!("null-driver harness: graph checks passed");
 }
 
+/// A stream waiting for an event while another thread records that event in a capture (review
+/// finding): the wait either joins the capture with the crate knowing it, or waits for the
+/// event's earlier (uncaptured) record; never joins it behind the crate's back (the null
+/// driver counts the waiting stream's next fill, captured without the crate asking, as a
+/// violation).
+fn event_record_races_wait() {
+    let dev = Device::current().unwrap();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let e = Arc::new(Event::new().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let (e, stop) = (e.clone(), stop.clone());
+        std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            let d = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+            let mut b = DeviceBuffer::<u32>::new(64).unwrap();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Joins the capture (then the fill is captured), fails (a capture that has
+                // ended), or waits for an uncaptured record.
+                let _ = d.wait_event(&e);
+                let _ = b.fill_async(1, &d);
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+    for _ in 0..2000 {
+        e.record(&s).unwrap();
+        let c = s.begin_capture(CaptureMode::Relaxed).unwrap();
+        x.fill_async(2, &s).unwrap();
+        e.record(&s).unwrap();
+        x.fill_async(3, &s).unwrap();
+        // The waiter's stream may have joined without being joined back: the null driver ends
+        // it with the capture either way.
+        drop(c.end());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let waits = waiter.join().unwrap();
+    println!("null-driver harness: {waits} waits raced 2000 records of their event in a capture");
+}
+
 /// Captures against the null driver's simulation (see the module docs); panics on a wrong
 /// result of the crate, and the driver counts violations.
 fn capture_phase() {
@@ -419,6 +462,7 @@ fn capture_phase() {
     stop.store(true, Ordering::Relaxed);
     let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
     println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
+    event_record_races_wait();
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
