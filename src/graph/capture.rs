@@ -840,7 +840,8 @@ impl Stream {
     ///
     /// # Errors
     /// As [`capture`](Self::capture); [`Error::ForeignGraphNode`] when a dependency is not
-    /// `graph`'s; [`Error::DeviceMismatch`] for another device's graph.
+    /// `graph`'s; [`Error::DeviceMismatch`] for another device's graph;
+    /// [`Error::InvalidValue`] for the body graph of a conditional node (not supported).
     #[doc(alias = "cudaStreamBeginCaptureToGraph")]
     pub fn capture_into(
         &self,
@@ -851,6 +852,20 @@ impl Stream {
     ) -> Result<Vec<GraphNode>> {
         const CALL: &str = "cudaStreamBeginCaptureToGraph";
         let session = record((|| {
+            if graph.shared.root.is_some() {
+                // Review finding: the capture's tokens would be held by the body, not by the
+                // root that keeps what its nodes use (the root's clones, child embeddings and
+                // executables would not hold them), and captured submissions change the body
+                // while other threads may use the root (instantiate, clone, add nodes) without
+                // the root's lock, which serialises every driver call on the nesting.
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "the body graph of a conditional node".into(),
+                    reason: "capturing into a conditional body is not supported: add the \
+                             body's nodes explicitly, or capture into a graph of its own and \
+                             add it to the body as a child graph node",
+                });
+            }
             let raw_deps = graph.raw_nodes(CALL, deps)?;
             begin(self, mode, Some((&graph.shared, &raw_deps)))
         })())?;

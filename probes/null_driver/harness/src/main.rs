@@ -247,6 +247,18 @@ fn graph_checks() {
             c.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
+        // Capturing into a body is refused (review finding: the tokens would be the body's,
+        // not the root's, and captured work would change the nesting beside the root's lock).
+        let cs = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+        let mut fill = DeviceBuffer::<u32>::new(8).unwrap();
+        invalid(
+            "capturing into a body",
+            cs.capture_into(&mut body, &[], CaptureMode::Relaxed, |s| {
+                fill.fill_async(1, s)
+            }),
+        );
+        assert_eq!(cs.is_capturing().unwrap(), CaptureStatus::None);
+        drop((cs, fill));
         // Only a kernel can end a while loop.
         invalid("a while body without a kernel", g2.instantiate());
         let m2 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
