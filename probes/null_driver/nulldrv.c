@@ -105,14 +105,15 @@ static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); OK; }
 CUresult cuCtxGetLimit(size_t *v, int l) { *v = 1024; OK; }
 CUresult cuCtxSetLimit(int l, size_t v) { OK; }
 CUresult cuCtxGetStreamPriorityRange(int *lo, int *hi) { *lo = 0; *hi = -5; OK; }
-CUresult cuStreamCreate(void **s, unsigned f) { in_ctx("cuStreamCreate"); *s = (void *)make(); OK; }
-CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { in_ctx("cuStreamCreateWithPriority"); *s = (void *)make(); OK; }
+// A created stream's handle carries CU_STREAM_NON_BLOCKING in bit 0 (cuStreamGetFlags reads it).
+CUresult cuStreamCreate(void **s, unsigned f) { in_ctx("cuStreamCreate"); *s = (void *)(make() | (f & 1)); OK; }
+CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { in_ctx("cuStreamCreateWithPriority"); *s = (void *)(make() | (f & 1)); OK; }
 CUresult cuStreamDestroy_v2(void *s) { in_ctx("cuStreamDestroy"); stream_ok((uint64_t)s, "cuStreamDestroy (stale or destroyed stream)"); mark_dead((uint64_t)s); OK; }
 static CUresult base_cuStreamSynchronize(void *s) { in_ctx("cuStreamSynchronize"); stream_ok((uint64_t)s, "cuStreamSynchronize (stale stream)"); OK; }
 static CUresult base_cuStreamQuery(void *s) { in_ctx("cuStreamQuery"); stream_ok((uint64_t)s, "cuStreamQuery (stale)"); OK; }
 static CUresult base_cuStreamIsCapturing(void *s, int *st) { stream_ok((uint64_t)s, "cuStreamIsCapturing (stale)"); *st = 0; OK; }
 static CUresult base_cuStreamWaitEvent(void *s, void *e, unsigned f) { in_ctx("cuStreamWaitEvent"); stream_ok((uint64_t)s, "cuStreamWaitEvent (stale stream)"); handle_ok((uint64_t)e, "cuStreamWaitEvent (stale event)"); OK; }
-CUresult cuStreamGetFlags(void *s, unsigned *f) { *f = 0; OK; }
+CUresult cuStreamGetFlags(void *s, unsigned *f) { uint64_t h = (uint64_t)s; *f = h > 2 ? (unsigned)(h & 1) : 0; OK; }
 CUresult cuEventCreate(void **e, unsigned f) { in_ctx("cuEventCreate"); *e = (void *)(make() | (f & 0xF)); OK; }
 static CUresult base_cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); stream_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
 static CUresult base_cuEventQuery(void *e) { if (__atomic_load_n(&resetting, __ATOMIC_SEQ_CST)) bad("cuEventQuery during reset"); handle_ok((uint64_t)e, "cuEventQuery (stale)"); OK; }
@@ -184,6 +185,23 @@ static int capturing(uint64_t s) {
   int r = i < 0 ? 0 : caps[i].invalid ? 2 : 1;
   pthread_mutex_unlock(&cap_mu);
   return r;
+}
+// Work in the legacy stream while a stream it synchronises with (a blocking created stream, or
+// a per-thread stream) captures: the real driver refuses it with 906 and invalidates the
+// capture, whatever the thread's mode. The harness itself queues no legacy work during its
+// captures, so each is the crate's housekeeping: a violation.
+static int legacy_implicit(uint64_t s, const char *call) {
+  if (s != 1) return 0;
+  int hit = 0;
+  pthread_mutex_lock(&cap_mu);
+  for (int i = 0; i < CAP_SLOTS; i++)
+    if (caps[i].id && !caps[i].invalid && (caps[i].stream == 2 || (caps[i].stream > 2 && !(caps[i].stream & 1)))) {
+      invalidate(caps[i].id);
+      hit = 1;
+    }
+  pthread_mutex_unlock(&cap_mu);
+  if (hit) bad(call);
+  return hit;
 }
 // Work queued on stream s: if s captures, the crate must know it.
 static void queued(uint64_t s, const char *call) {
@@ -280,6 +298,7 @@ CUresult cuEventSynchronize(void *e) {
   return base_cuEventSynchronize(e);
 }
 CUresult cuEventRecord(void *e, void *s) {
+  if (legacy_implicit((uint64_t)s, "cuEventRecord in the legacy stream during a blocking stream's capture")) return 906;
   if (((uint64_t)e & 0xF) != 2) queued((uint64_t)s, "cuEventRecord captured without the crate knowing");
   CUresult r = base_cuEventRecord(e, s);
   pthread_mutex_lock(&cap_mu);
@@ -311,6 +330,7 @@ CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
   return r;
 }
 CUresult cuMemFreeAsync(uint64_t p, void *s) {
+  if (legacy_implicit((uint64_t)s, "cuMemFreeAsync in the legacy stream during a blocking stream's capture")) return 906;
   if (capturing((uint64_t)s)) { bad("cuMemFreeAsync on a capturing stream"); return 1; }
   if (unsafe_call("cuMemFreeAsync during a capture")) return 900;
   return base_cuMemFreeAsync(p, s);

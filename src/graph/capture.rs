@@ -74,7 +74,12 @@
 //! and waits for them run with the thread's capture mode relaxed; a capture's begin fences the
 //! work queued before it, so no fence is ever recorded in a capturing stream; a stream-ordered
 //! buffer whose stream is capturing is freed elsewhere once its uses are done, never with a
-//! `cuMemFreeAsync` that the capture would record.
+//! `cuMemFreeAsync` that the capture would record. Nor does it queue anything in the legacy
+//! default stream while a blocking stream (or a per-thread stream) of the device is captured,
+//! which would make the legacy stream depend on the capture and invalidate it: a fence there
+//! waits for the capture's end (a CPU access to memory whose last use was in the legacy stream
+//! returns `cudaErrorStreamCaptureImplicit` meanwhile), and stream-ordered allocations of the
+//! legacy stream are freed in a stream of the crate's once their uses are done.
 //!
 //! # Events recorded in a capture
 //!
@@ -239,6 +244,52 @@ impl Session {
 
 /// The captures the crate began and has not ended (few at a time).
 static SESSIONS: Mutex<Vec<Arc<Session>>> = Mutex::new(Vec::new());
+
+/// Per stream that the legacy default stream synchronises with (a blocking created stream or
+/// a per-thread stream) and that a crate capture begun or joined: the capture's id, with the
+/// stream's device and context generation. While one is here, work in that context's legacy
+/// stream would depend on the capture, which the driver refuses with
+/// `cudaErrorStreamCaptureImplicit` and invalidates the capture (measured, whatever the
+/// thread's mode): the crate's own housekeeping (fences recorded in the legacy stream) waits
+/// instead (review finding: a drop of memory last used on the legacy stream broke a user's
+/// capture of another stream). Written around the driver call that makes a stream capture,
+/// read around housekeeping in the legacy stream, so the two never overlap.
+static IMPLICIT: parking_lot::RwLock<Vec<(u64, i32, u64)>> = parking_lot::RwLock::new(Vec::new());
+
+/// For work the crate itself queues in the legacy stream of `device` (context `generation`):
+/// a guard to hold until it is queued, or the runtime's `cudaErrorStreamCaptureImplicit` while
+/// a capture of the crate makes that work impossible (try again after the capture).
+pub(crate) fn legacy_quiet(
+    device: i32,
+    generation: u64,
+) -> Result<parking_lot::RwLockReadGuard<'static, Vec<(u64, i32, u64)>>> {
+    let g = IMPLICIT.read();
+    if g.iter().any(|&(_, d, gen)| d == device && gen == generation) {
+        return Err(Error::Cuda {
+            code: ErrorCode::StreamCaptureImplicit,
+            driver: None,
+            call: "work in the legacy default stream while a blocking stream is captured",
+        });
+    }
+    Ok(g)
+}
+
+/// Whether the legacy stream synchronises with `raw` (of the entered context `a`): the
+/// per-thread stream, and created streams without `NON_BLOCKING`. Unknown: assumed so.
+fn implicit_with_legacy(a: &Active, raw: sys::CUstream) -> bool {
+    if raw as usize == 0x1 {
+        // The legacy stream itself (a user's wait on a captured event): the user's work.
+        return false;
+    }
+    if raw as usize == 0x2 {
+        return true;
+    }
+    let mut f = 0u32;
+    // SAFETY: a live stream of the current context; valid out-parameter.
+    let r = unsafe { sys::cuStreamGetFlags(raw, &mut f) };
+    let _ = a;
+    crate::driver::rc(r) != 0 || f & 1 == 0
+}
 
 thread_local! {
     /// The captures begun on this thread and not ended.
@@ -459,6 +510,8 @@ fn begin(
         // then never has to record one in the capturing stream.
         q.fence_all(&lane.a)?;
         let m = mode.to_sys();
+        // Housekeeping in the legacy stream never overlaps the begin (see `IMPLICIT`).
+        let mut implicit = implicit_with_legacy(&lane.a, lane.raw()).then(|| IMPLICIT.write());
         let rc = match into {
             // SAFETY: a live stream of the current context; a valid mode.
             None => unsafe { sys::cuStreamBeginCapture_v2(lane.raw(), m) },
@@ -496,6 +549,10 @@ fn begin(
                 return Err(e);
             }
         };
+        if let Some(g) = implicit.as_mut() {
+            g.push((info.id, device, generation));
+        }
+        drop(implicit);
         let s = Arc::new(Session {
             id: info.id,
             graph_id,
@@ -565,6 +622,7 @@ fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
         Err(e) => (Err(e), None),
     };
     SESSIONS.lock().retain(|x| !Arc::ptr_eq(x, s));
+    IMPLICIT.write().retain(|&(id, _, _)| id != s.id);
     drop(locks);
     for q in &queues {
         q.unwatch();
@@ -1023,7 +1081,13 @@ pub(crate) fn join(lane: &Lane<'_>, capture: u64, event: sys::CUevent) -> Result
         }
         // As at a begin: the work queued before the join gets its fence now.
         q.fence_all(&lane.a)?;
-        wait(&lane.a, lane.raw())
+        let (device, generation) = lane.a.id();
+        let mut implicit = implicit_with_legacy(&lane.a, lane.raw()).then(|| IMPLICIT.write());
+        wait(&lane.a, lane.raw())?;
+        if let Some(g) = implicit.as_mut() {
+            g.push((s.id, device, generation));
+        }
+        Ok(())
     })();
     let joined = s.state.lock().queues.iter().any(|x| Arc::ptr_eq(x, q));
     drop(w);

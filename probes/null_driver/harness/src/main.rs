@@ -344,6 +344,56 @@ fn event_record_races_wait() {
     println!("null-driver harness: {waits} waits raced 2000 records of their event in a capture");
 }
 
+/// Memory last used in the legacy stream, and a stream-ordered allocation of the legacy
+/// stream, dropped while a blocking stream (or the per-thread stream) is captured, on the
+/// capturing thread and on another (review finding): their fences and frees would be legacy
+/// work depending on the capture, which the driver refuses and which invalidates the capture
+/// (the null driver counts each as a violation). They wait for the capture's end instead.
+fn legacy_housekeeping_during_blocking_captures() {
+    let dev = Device::current().unwrap();
+    for round in 0..20u32 {
+        let legacy = Stream::legacy().unwrap();
+        let mut used = DeviceBuffer::<u32>::new(64).unwrap();
+        used.fill_async(round, &legacy).unwrap();
+        let mut home = DeviceBuffer::<u32>::new_async(64, &legacy).unwrap();
+        home.fill_async(round, &legacy).unwrap();
+        let untouched = DeviceBuffer::<u32>::new_async(64, &legacy).unwrap();
+        let mut elsewhere = DeviceBuffer::<u32>::new(64).unwrap();
+        elsewhere.fill_async(round, &legacy).unwrap();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            go_rx.recv().unwrap();
+            drop(elsewhere);
+            done_tx.send(()).unwrap();
+        });
+        let s = if round % 2 == 0 {
+            Stream::new().unwrap()
+        } else {
+            Stream::per_thread().unwrap()
+        };
+        let mode = [CaptureMode::Global, CaptureMode::Relaxed][round as usize % 2];
+        let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+        let graph = s
+            .capture(mode, |s| {
+                x.fill_async(round, s)?;
+                drop(used);
+                drop(home);
+                drop(untouched);
+                go_tx.send(()).unwrap();
+                done_rx.recv().unwrap();
+                x.fill_async(round + 1, s)
+            })
+            .unwrap_or_else(|e| panic!("legacy round {round}: {e}"));
+        other.join().unwrap();
+        drop(graph);
+        // The deferred fences and frees go ahead once the capture is over.
+        dev.synchronize().unwrap();
+    }
+    println!("null-driver harness: legacy-stream memory dropped during 20 blocking captures");
+}
+
 /// Captures against the null driver's simulation (see the module docs); panics on a wrong
 /// result of the crate, and the driver counts violations.
 fn capture_phase() {
@@ -475,6 +525,7 @@ fn capture_phase() {
     let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
     println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
     event_record_races_wait();
+    legacy_housekeeping_during_blocking_captures();
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
