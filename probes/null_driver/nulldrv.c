@@ -436,6 +436,7 @@ static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) 
   *out = (void *)n;
   OK;
 }
+CUresult cuGraphClone(void **g, void *o) { in_ctx("cuGraphClone"); *g = (void *)make(); __atomic_fetch_add(&graphs_live, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuGraphCreate(void **g, unsigned f) { in_ctx("cuGraphCreate"); *g = (void *)make(); __atomic_fetch_add(&graphs_live, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuGraphDestroy(void *g) {
   in_ctx("cuGraphDestroy");

@@ -25,6 +25,7 @@ crate::tests![
     if_nodes_follow_the_default_and_a_device_decision,
     while_node_runs_its_body_until_the_counter_reaches_the_limit,
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
+    a_copy_cannot_bypass_the_while_body_check,
 ];
 
 fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
@@ -679,4 +680,39 @@ fn conditional_bodies_are_refused_alone_and_keep_their_buffers() {
     s.synchronize().unwrap();
     assert_same("copy in the body", &dst.to_vec().unwrap(), &h_src);
     drop(junk);
+}
+
+/// A graph whose while body holds no kernel is refused at instantiation (its launches would
+/// never end); its copy too (review finding: the copy's bodies were not checked, so the copy
+/// instantiated and its launch hung). Nothing here is launched. With a kernel in the body, the
+/// copy is made.
+fn a_copy_cannot_bypass_the_while_body_check() {
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g
+        .add_conditional_node(&[], h, ConditionalKind::While)
+        .unwrap();
+    let mut buf = DeviceBuffer::<u32>::new(64).unwrap();
+    body.add_memset_node(&[], &mut buf, MemsetValue::U32(1))
+        .unwrap();
+    assert!(matches!(g.instantiate(), Err(Error::InvalidValue { .. })));
+    match g.try_clone() {
+        Err(Error::InvalidValue { reason, .. }) => assert!(reason.contains("while"), "{reason}"),
+        other => panic!("the copy of a never-ending graph: {other:?}"),
+    }
+    let m = vadd_module();
+    let f = m.function("vadd").unwrap();
+    let x = DeviceBuffer::<f32>::new(8).unwrap();
+    let mut y = DeviceBuffer::<f32>::new(8).unwrap();
+    // SAFETY: vadd reads 8 elements of `x` twice and writes 8 of `y` (never launched here).
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &f,
+            &LaunchConfig::new(1u32, 8u32),
+            &kernel_args![&x, 8usize, &x, 8usize, &mut y, 8usize],
+        )
+    }
+    .unwrap();
+    drop(g.try_clone().unwrap());
 }

@@ -261,6 +261,11 @@ fn graph_checks() {
         drop((cs, fill));
         // Only a kernel can end a while loop.
         invalid("a while body without a kernel", g2.instantiate());
+        // Nor through a copy, whose bodies the crate cannot reach (review finding).
+        invalid(
+            "a copy of a graph whose while body has no kernel",
+            g2.try_clone(),
+        );
         let m2 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
         let vadd2 = m2.function("vadd").unwrap();
         let (x, mut y) = (
@@ -278,6 +283,8 @@ fn graph_checks() {
         }
         .unwrap();
         drop((m2, vadd2, x, y));
+        // With a kernel in the body, copies are fine.
+        drop(g2.try_clone().unwrap());
         // The body's nodes are kept by the root graph: drop the root first, then the body.
         let exec2 = g2.instantiate().unwrap();
         drop(g2);
