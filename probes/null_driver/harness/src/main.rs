@@ -503,12 +503,15 @@ fn capture_phase() {
     // submitting thread asked for the capture status in that very capture).
     let shared = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    // The captures start once every racer is about to submit (review: some runs raced none).
+    let started = Arc::new(std::sync::Barrier::new(4));
     let racers: Vec<_> = (0..3u32)
         .map(|k| {
-            let (shared, stop) = (shared.clone(), stop.clone());
+            let (shared, stop, started) = (shared.clone(), stop.clone(), started.clone());
             std::thread::spawn(move || {
                 dev.set_current().unwrap();
                 let mut b = DeviceBuffer::<u32>::new(256).unwrap();
+                started.wait();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     b.fill_async(k, &shared).unwrap();
@@ -521,6 +524,7 @@ fn capture_phase() {
         })
         .collect();
     let mut x = DeviceBuffer::<u32>::new(256).unwrap();
+    started.wait();
     for _ in 0..300 {
         drop(
             shared
@@ -530,6 +534,7 @@ fn capture_phase() {
     }
     stop.store(true, Ordering::Relaxed);
     let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(raced > 0, "no submission raced the captures");
     println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
     event_record_races_wait();
     legacy_housekeeping_during_blocking_captures();
