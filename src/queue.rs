@@ -835,7 +835,11 @@ impl<'q> Lane<'q> {
             // Admission may have entered another context (waiting for an allocation).
             self.a.rebind()?;
             tokens.extend(keep()?);
-            let r = op(&self.a, self.raw());
+            let r = {
+                // Capturing into an existing graph: no other driver call on it meanwhile.
+                let _serial = s.graph_lock();
+                op(&self.a, self.raw())
+            };
             // Kept even when `op` failed: part of the work may be in the graph.
             s.keep(tokens);
             r

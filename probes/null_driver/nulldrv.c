@@ -142,7 +142,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 //    capturing thread of a thread-local capture (the harness itself makes none of them then).
 // Such calls also invalidate the captures they would invalidate on the real driver.
 #define CAP_SLOTS 256
-struct cap { uint64_t stream; uint64_t id; int mode; int invalid; pthread_t owner; };
+struct cap { uint64_t stream; uint64_t id; int mode; int invalid; pthread_t owner; uint64_t graph; };
 static struct cap caps[CAP_SLOTS];
 struct evc { uint64_t ev; uint64_t id; };
 static struct evc evcs[CAP_SLOTS * 16];
@@ -203,13 +203,36 @@ static int legacy_implicit(uint64_t s, const char *call) {
   if (hit) bad(call);
   return hit;
 }
-// Work queued on stream s: if s captures, the crate must know it.
+// Driver calls that change or read an existing graph must not overlap (the driver does not
+// synchronise graph objects): each marks its graph in use for a moment, and a second call on
+// the same graph meanwhile is a violation.
+static pthread_mutex_t use_mu = PTHREAD_MUTEX_INITIALIZER;
+#define USE_SLOTS 64
+static uint64_t in_use[USE_SLOTS];
+static void graph_use(uint64_t g, const char *call) {
+  if (!g) return;
+  int clash = 0, slot = -1;
+  pthread_mutex_lock(&use_mu);
+  for (int i = 0; i < USE_SLOTS; i++) {
+    if (in_use[i] == g) clash = 1;
+    if (!in_use[i] && slot < 0) slot = i;
+  }
+  if (slot >= 0) in_use[slot] = g;
+  pthread_mutex_unlock(&use_mu);
+  if (clash) bad(call);
+  usleep(20);
+  if (slot >= 0) { pthread_mutex_lock(&use_mu); in_use[slot] = 0; pthread_mutex_unlock(&use_mu); }
+}
+// Work queued on stream s: if s captures, the crate must know it; captured into an existing
+// graph, the work changes that graph.
 static void queued(uint64_t s, const char *call) {
   pthread_mutex_lock(&cap_mu);
   int i = cap_find(s);
   int unknown = i >= 0 && !(asked_stream == s && asked_id == caps[i].id);
+  uint64_t g = i >= 0 ? caps[i].graph : 0;
   pthread_mutex_unlock(&cap_mu);
   if (unknown) bad(call);
+  graph_use(g, "captured work added to a graph during another driver call on it");
 }
 static uint64_t event_capture(uint64_t e) {  // under cap_mu
   for (int i = 0; i < CAP_SLOTS * 16; i++) if (evcs[i].ev == e) return evcs[i].id;
@@ -225,13 +248,13 @@ static void set_event_capture(uint64_t e, uint64_t id) {  // under cap_mu
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(int *m) { int old = capture_mode; capture_mode = *m; *m = old; OK; }
-static CUresult begin(uint64_t s, int mode) {
+static CUresult begin(uint64_t s, int mode, uint64_t graph) {
   if (s == 1) return 900;
   pthread_mutex_lock(&cap_mu);
   if (cap_find(s) >= 0) { pthread_mutex_unlock(&cap_mu); return 401; }
   for (int i = 0; i < CAP_SLOTS; i++)
     if (!caps[i].id) {
-      caps[i] = (struct cap){s, next_capture++, mode, 0, pthread_self()};
+      caps[i] = (struct cap){s, next_capture++, mode, 0, pthread_self(), graph};
       pthread_mutex_unlock(&cap_mu);
       return 0;
     }
@@ -239,8 +262,8 @@ static CUresult begin(uint64_t s, int mode) {
   return 2;
 }
 static uint64_t graphs_live;  // graphs made and not destroyed (defined below)
-CUresult cuStreamBeginCapture_v2(void *s, int mode) { in_ctx("cuStreamBeginCapture"); stream_ok((uint64_t)s, "cuStreamBeginCapture (stale)"); return begin((uint64_t)s, mode); }
-CUresult cuStreamBeginCaptureToGraph(void *s, void *g, const void *d, const void *e, size_t n, int mode) { in_ctx("cuStreamBeginCaptureToGraph"); return begin((uint64_t)s, mode); }
+CUresult cuStreamBeginCapture_v2(void *s, int mode) { in_ctx("cuStreamBeginCapture"); stream_ok((uint64_t)s, "cuStreamBeginCapture (stale)"); return begin((uint64_t)s, mode, 0); }
+CUresult cuStreamBeginCaptureToGraph(void *s, void *g, const void *d, const void *e, size_t n, int mode) { in_ctx("cuStreamBeginCaptureToGraph"); return begin((uint64_t)s, mode, (uint64_t)g); }
 CUresult cuStreamEndCapture(void *s, void **g) {
   in_ctx("cuStreamEndCapture");
   *g = 0;
@@ -562,6 +585,14 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
   OK;
 }
 CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
-CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemsetNodeSetParams"); OK; }
+CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) {
+  in_ctx("cuGraphExecMemsetNodeSetParams");
+  uint64_t g = 0;
+  pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) g = nodes[i].graph;
+  pthread_mutex_unlock(&gm);
+  graph_use(g, "a per-node update reading its graph's node during another driver call on the graph");
+  OK;
+}
 CUresult cuGraphExecMemcpyNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemcpyNodeSetParams"); OK; }
 CUresult cuGraphExecHostNodeSetParams(void *e, void *n, const void *p) { in_ctx("cuGraphExecHostNodeSetParams"); OK; }

@@ -213,6 +213,11 @@ pub(crate) struct Session {
     pub(crate) id: u64,
     /// The crate id of the graph the capture builds (nodes reported during it carry it).
     graph_id: u64,
+    /// The existing graph a capture adds to ([`Stream::capture_into`]): its lock, which
+    /// serialises every driver call on the graph (its executables' per-node calls included),
+    /// is held around each captured submission, the begin and the end (review finding: the
+    /// captured work changed the graph while another thread's executable of it was updated).
+    into: Option<Arc<GraphShared>>,
     state: Mutex<SessionState>,
 }
 
@@ -231,6 +236,15 @@ impl Session {
         if !tokens.is_empty() {
             self.state.lock().tokens.extend(tokens);
         }
+    }
+
+    /// For the driver call of a captured submission: the lock of the graph captured into, if
+    /// any (see [`Session::into`]). Taken after the queue's entry, as the end takes it after
+    /// the queues' locks.
+    pub(crate) fn graph_lock(
+        &self,
+    ) -> Option<parking_lot::MutexGuard<'_, Vec<Raw<sys::CUuserObject_st>>>> {
+        self.into.as_ref().map(|g| g.objects.lock())
     }
 
     /// Notes a failure inside the capture: its end will fail with the first one.
@@ -264,7 +278,9 @@ pub(crate) fn legacy_quiet(
     generation: u64,
 ) -> Result<parking_lot::RwLockReadGuard<'static, Vec<(u64, i32, u64)>>> {
     let g = IMPLICIT.read();
-    if g.iter().any(|&(_, d, gen)| d == device && gen == generation) {
+    if g.iter()
+        .any(|&(_, d, gen)| d == device && gen == generation)
+    {
         return Err(Error::Cuda {
             code: ErrorCode::StreamCaptureImplicit,
             driver: None,
@@ -465,7 +481,7 @@ pub(crate) fn refuse_if_captured<'q>(
 fn begin(
     stream: &Stream,
     mode: CaptureMode,
-    into: Option<(&GraphShared, &[sys::CUgraphNode])>,
+    into: Option<(&Arc<GraphShared>, &[sys::CUgraphNode])>,
 ) -> Result<Arc<Session>> {
     let call = if into.is_some() {
         "cudaStreamBeginCaptureToGraph"
@@ -521,6 +537,7 @@ fn begin(
                 } else {
                     deps.as_ptr()
                 };
+                let _serial = g.objects.lock();
                 // SAFETY: a live stream and graph of the current context (checked above);
                 // `deps` are nodes of that graph (checked by the caller); no edge data.
                 unsafe {
@@ -556,6 +573,7 @@ fn begin(
         let s = Arc::new(Session {
             id: info.id,
             graph_id,
+            into: into.map(|(g, _)| g.clone()),
             state: Mutex::new(SessionState {
                 tokens: Vec::new(),
                 failure: None,
@@ -611,6 +629,7 @@ fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
                     leaves = i.deps;
                 }
             }
+            let _serial = s.graph_lock();
             // SAFETY: the stream the capture began on, live in the current context; valid
             // out-parameter.
             let r = a.check(
@@ -1210,6 +1229,7 @@ mod tests {
         let s = Session {
             id: 42,
             graph_id: 7,
+            into: None,
             state: Mutex::new(SessionState {
                 tokens: Vec::new(),
                 failure: None,

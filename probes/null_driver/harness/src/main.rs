@@ -318,8 +318,9 @@ fn event_record_races_wait() {
     let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let e = Arc::new(Event::new().unwrap());
     let stop = Arc::new(AtomicBool::new(false));
+    let waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let waiter = {
-        let (e, stop) = (e.clone(), stop.clone());
+        let (e, stop, waited) = (e.clone(), stop.clone(), waited.clone());
         std::thread::spawn(move || {
             dev.set_current().unwrap();
             let d = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
@@ -331,12 +332,19 @@ fn event_record_races_wait() {
                 let _ = d.wait_event(&e);
                 let _ = b.fill_async(1, &d);
                 n += 1;
+                waited.store(n, Ordering::Relaxed);
             }
             n
         })
     };
     let mut x = DeviceBuffer::<u32>::new(64).unwrap();
-    for _ in 0..2000 {
+    // At least 2000 captures, and until the waiter has raced 500 of them (at most 20 s).
+    let t = Instant::now();
+    let mut rounds = 0u64;
+    while rounds < 2000
+        || (waited.load(Ordering::Relaxed) < 500 && t.elapsed() < Duration::from_secs(20))
+    {
+        rounds += 1;
         e.record(&s).unwrap();
         let c = s.begin_capture(CaptureMode::Relaxed).unwrap();
         x.fill_async(2, &s).unwrap();
@@ -348,7 +356,10 @@ fn event_record_races_wait() {
     }
     stop.store(true, Ordering::Relaxed);
     let waits = waiter.join().unwrap();
-    println!("null-driver harness: {waits} waits raced 2000 records of their event in a capture");
+    assert!(waits > 0, "no wait raced the records");
+    println!(
+        "null-driver harness: {waits} waits raced {rounds} records of their event in a capture"
+    );
 }
 
 /// Memory last used in the legacy stream, and a stream-ordered allocation of the legacy
@@ -399,6 +410,46 @@ fn legacy_housekeeping_during_blocking_captures() {
         dev.synchronize().unwrap();
     }
     println!("null-driver harness: legacy-stream memory dropped during 20 blocking captures");
+}
+
+/// Captures into an existing graph while another thread updates a node of that graph's
+/// executable (review finding): the captured work changes the graph, and the update reads the
+/// graph's node, which the driver does not synchronise; the graph's lock must serialise them
+/// (the null driver counts overlapping calls on one graph).
+fn capture_into_beside_node_updates() {
+    let dev = Device::current().unwrap();
+    let mut g = Graph::new().unwrap();
+    let mut target = DeviceBuffer::<u32>::new(64).unwrap();
+    let node = g
+        .add_memset_node(&[], &mut target, MemsetValue::U32(1))
+        .unwrap();
+    let mut exec = g.instantiate().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let updater = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                exec.set_memset_node_params(node, &mut target, MemsetValue::U32(n))
+                    .unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+    for k in 0..300u32 {
+        s.capture_into(&mut g, &[], CaptureMode::Relaxed, |s| {
+            x.fill_async(k, s)?;
+            x.fill_async(k + 1, s)
+        })
+        .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let updates = updater.join().unwrap();
+    println!("null-driver harness: {updates} node updates beside 300 captures into their graph");
 }
 
 /// Captures against the null driver's simulation (see the module docs); panics on a wrong
@@ -538,6 +589,7 @@ fn capture_phase() {
     println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
     event_record_races_wait();
     legacy_housekeeping_during_blocking_captures();
+    capture_into_beside_node_updates();
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
