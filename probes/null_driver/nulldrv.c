@@ -389,11 +389,11 @@ static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_DEPS 16
 static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; } nodes[MAX_NODES];
 static size_t n_nodes;
-#define MAX_OBJS 4096
+#define MAX_OBJS 65536
 static struct { uint64_t h; void *ptr; void (*dtor)(void *); long refs; } objs[MAX_OBJS];
 static size_t n_objs;
 // References held by graphs and executables: (owner, object index, count).
-#define MAX_HOLDS 8192
+#define MAX_HOLDS 131072
 static struct { uint64_t owner; size_t obj; long count; } holds[MAX_HOLDS];
 static size_t n_holds;
 static uint64_t graphs_live;

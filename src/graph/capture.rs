@@ -617,12 +617,16 @@ fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
     let mut sorted = queues.clone();
     sorted.sort_by_key(|q| Arc::as_ptr(q) as usize);
     sorted.dedup_by(|x, y| Arc::ptr_eq(x, y));
+    // Entered before the queues are locked: entering runs the releases the driver handed over
+    // (graph bundles whose user objects went), and their drops may free memory in these very
+    // queues, entering them (review finding: with the queues locked, the end never returned).
+    let entered = stream.enter();
     // No submission on any queue of the capture runs meanwhile: each is either before the
     // end (captured, its tokens kept) or after it.
     let locks: Vec<_> = sorted.iter().map(|q| q.capture_exclusive()).collect();
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     let mut leaves = Vec::new();
-    let (result, active) = match stream.enter() {
+    let (result, active) = match entered {
         Ok(a) => {
             if want_leaves {
                 if let Ok(i) = raw_info(&a, stream.as_raw(), true) {

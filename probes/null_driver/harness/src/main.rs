@@ -452,6 +452,47 @@ fn capture_into_beside_node_updates() {
     println!("null-driver harness: {updates} node updates beside 300 captures into their graph");
 }
 
+/// A graph's bundle released (its user object's destructor ran) while a capture is open, and
+/// whose buffer is a stream-ordered allocation of the capturing stream (review finding): the
+/// crate runs such releases at the next call that enters a device, which was the capture's end
+/// while it held the capturing queue's lock, and the buffer's free entered that queue again: the
+/// end never returned. A watchdog turns a hang into a failure.
+fn released_bundle_at_a_capture_end() {
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                if t.elapsed() > Duration::from_secs(20) {
+                    eprintln!("null-driver harness: a capture's end hung (released bundle)");
+                    std::process::exit(1);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    for round in 0..20u32 {
+        let s = Stream::new().unwrap();
+        let mut b = DeviceBuffer::<u32>::new_async(64, &s).unwrap();
+        let mut g = Graph::new().unwrap();
+        g.add_memset_node(&[], &mut b, MemsetValue::U32(round)).unwrap();
+        let exec = g.instantiate().unwrap();
+        // Only the graph and its executable keep the buffer now.
+        drop(b);
+        let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+        let cap = s.begin_capture(CaptureMode::Relaxed).unwrap();
+        x.fill_async(round, &s).unwrap();
+        // Their user objects go: the bundle waits for the next call that enters the device.
+        drop(exec);
+        drop(g);
+        drop(cap.end().unwrap());
+    }
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    println!("null-driver harness: bundles released at 20 capture ends");
+}
+
 /// Captures against the null driver's simulation (see the module docs); panics on a wrong
 /// result of the crate, and the driver counts violations.
 fn capture_phase() {
@@ -554,29 +595,34 @@ fn capture_phase() {
     // submitting thread asked for the capture status in that very capture).
     let shared = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    // The captures start once every racer is about to submit (review: some runs raced none).
-    let started = Arc::new(std::sync::Barrier::new(4));
+    // At least 300 captures, and until the racers made 1000 submissions (at most 20 s; review:
+    // some runs raced none, on a busy machine).
+    let made = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let racers: Vec<_> = (0..3u32)
         .map(|k| {
-            let (shared, stop, started) = (shared.clone(), stop.clone(), started.clone());
+            let (shared, stop, made) = (shared.clone(), stop.clone(), made.clone());
             std::thread::spawn(move || {
                 dev.set_current().unwrap();
                 let mut b = DeviceBuffer::<u32>::new(256).unwrap();
-                started.wait();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     b.fill_async(k, &shared).unwrap();
                     let e = Event::new().unwrap();
                     e.record(&shared).unwrap();
                     n += 1;
+                    made.fetch_add(1, Ordering::Relaxed);
                 }
                 n
             })
         })
         .collect();
     let mut x = DeviceBuffer::<u32>::new(256).unwrap();
-    started.wait();
-    for _ in 0..300 {
+    let t = Instant::now();
+    let mut captures = 0u64;
+    while captures < 300
+        || (made.load(Ordering::Relaxed) < 1000 && t.elapsed() < Duration::from_secs(20))
+    {
+        captures += 1;
         drop(
             shared
                 .capture(CaptureMode::Relaxed, |s| x.fill_async(1, s))
@@ -586,10 +632,11 @@ fn capture_phase() {
     stop.store(true, Ordering::Relaxed);
     let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
     assert!(raced > 0, "no submission raced the captures");
-    println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
+    println!("null-driver harness: {raced} submissions raced {captures} captures of their stream");
     event_record_races_wait();
     legacy_housekeeping_during_blocking_captures();
     capture_into_beside_node_updates();
+    released_bundle_at_a_capture_end();
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
