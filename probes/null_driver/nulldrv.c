@@ -387,7 +387,7 @@ CUresult cuGetErrorString(int e, const char **s) { *s = "null driver"; OK; }
 static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_NODES 4096
 #define MAX_DEPS 16
-static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; } nodes[MAX_NODES];
+static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; uint64_t child; } nodes[MAX_NODES];
 static size_t n_nodes;
 #define MAX_OBJS 65536
 static struct { uint64_t h; void *ptr; void (*dtor)(void *); long refs; } objs[MAX_OBJS];
@@ -448,6 +448,7 @@ static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) 
   nodes[n_nodes].node = n;
   nodes[n_nodes].type = type;
   nodes[n_nodes].ndeps = nd;
+  nodes[n_nodes].child = 0;
   for (size_t i = 0; i < nd; i++) {
     int found = 0;
     for (size_t j = 0; j < n_nodes; j++) found |= nodes[j].node == (uint64_t)deps[i] && nodes[j].graph == (uint64_t)g;
@@ -468,6 +469,23 @@ CUresult cuGraphDestroy(void *g) {
   pthread_mutex_unlock(&gm);
   __atomic_fetch_sub(&graphs_live, 1, __ATOMIC_SEQ_CST);
   OK;
+}
+// A child graph node refers to the child itself here (the driver embeds a copy): enough for the
+// crate's checks of what a child holds.
+CUresult cuGraphAddChildGraphNode(void **n, void *g, void **d, size_t nd, void *child) {
+  CUresult r = add_node(n, g, d, nd, 4);
+  if (r) return r;
+  pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)*n) nodes[i].child = (uint64_t)child;
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+CUresult cuGraphChildGraphNodeGetGraph(void *n, void **g) {
+  pthread_mutex_lock(&gm);
+  *g = 0;
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) *g = (void *)nodes[i].child;
+  pthread_mutex_unlock(&gm);
+  return *g ? 0 : 400;
 }
 CUresult cuGraphAddEmptyNode(void **n, void *g, void **d, size_t nd) { return add_node(n, g, d, nd, 5); }
 CUresult cuGraphAddMemsetNode(void **n, void *g, void **d, size_t nd, const void *p, void *c) { return add_node(n, g, d, nd, 2); }

@@ -61,44 +61,101 @@ pub enum ConditionalKind {
     While,
 }
 
-/// Whether a while body of these node kinds can end its loop (a kernel may set the value).
-pub(crate) fn can_end_loop(kinds: &[GraphNodeType]) -> bool {
-    kinds.iter().any(|k| {
-        matches!(
-            k,
-            GraphNodeType::Kernel | GraphNodeType::ChildGraph | GraphNodeType::Conditional
-        )
+/// Whether a while body of these nodes can end its loop (a kernel may set the value): each
+/// node's kind, with whether the graphs inside it (a child graph's, a conditional node's
+/// bodies) hold a kernel at any depth. A child graph or a nested conditional without any kernel
+/// cannot end the loop (review finding: they counted as if they could, and such a loop never
+/// ended).
+pub(crate) fn can_end_loop(nodes: &[(GraphNodeType, bool)]) -> bool {
+    nodes.iter().any(|&(k, inner_kernel)| {
+        k == GraphNodeType::Kernel
+            || (inner_kernel && matches!(k, GraphNodeType::ChildGraph | GraphNodeType::Conditional))
     })
+}
+
+/// The deepest nesting of child graphs and bodies the loop check follows (deeper: taken as
+/// holding no kernel, so refused).
+const MAX_NESTING: u32 = 64;
+
+/// The nodes of graph `g` with, for child graph and conditional nodes, whether the graphs inside
+/// them hold a kernel at any depth. `bodies` are the root's conditional bodies with their parent
+/// graphs (a conditional node's bodies are those whose parent is its graph: for a graph with
+/// several conditional nodes, any of them holding a kernel counts for each). Bodies inside child
+/// graphs are the driver's copies, unknown here: taken as holding no kernel.
+fn loop_nodes(
+    a: &crate::context::Active,
+    g: sys::CUgraph,
+    bodies: &[(bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>)],
+    depth: u32,
+) -> Result<Vec<(GraphNodeType, bool)>> {
+    // SAFETY: a live graph of the root's nesting (the caller holds the root's lock).
+    let nodes = super::node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+        sys::cuGraphGetNodes(g, p, n)
+    })?;
+    let mut out = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let kind = super::raw_node_type(a, n.as_raw())?;
+        let inner = match kind {
+            _ if depth >= MAX_NESTING => false,
+            GraphNodeType::ChildGraph => {
+                let mut c: sys::CUgraph = std::ptr::null_mut();
+                // SAFETY: a live child graph node; valid out-parameter. The graph returned is
+                // the node's own copy, live as long as the node.
+                a.check(
+                    unsafe { sys::cuGraphChildGraphNodeGetGraph(n.as_raw(), &mut c) },
+                    "cuGraphChildGraphNodeGetGraph",
+                )?;
+                holds_kernel(a, c, bodies, depth + 1)?
+            }
+            GraphNodeType::Conditional => {
+                let mut any = false;
+                for &(_, body, parent) in bodies {
+                    if parent.0 == g && holds_kernel(a, body.0, bodies, depth + 1)? {
+                        any = true;
+                        break;
+                    }
+                }
+                any
+            }
+            _ => false,
+        };
+        out.push((kind, inner));
+    }
+    Ok(out)
+}
+
+/// Whether graph `g` holds a kernel at any depth (see [`loop_nodes`]).
+fn holds_kernel(
+    a: &crate::context::Active,
+    g: sys::CUgraph,
+    bodies: &[(bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>)],
+    depth: u32,
+) -> Result<bool> {
+    Ok(can_end_loop(&loop_nodes(a, g, bodies, depth)?))
 }
 
 impl Graph {
     /// Refuses a graph with a while node whose body cannot end the loop (see
     /// [`ConditionalKind::While`]), at any depth.
     pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
-        let bodies: Vec<(bool, Raw<sys::CUgraph_st>)> = self.shared.keeper().bodies.lock().clone();
+        let bodies = self.shared.keeper().bodies.lock().clone();
         let a = self.enter()?;
-        for (is_while, body) in bodies {
+        for &(is_while, body, _) in &bodies {
             if !is_while {
                 continue;
             }
-            let mut kinds = Vec::new();
-            {
+            let nodes = {
                 let _l = self.shared.keeper().objects.lock();
-                let g = body.0;
-                // SAFETY: a live body graph (owned by its node in this graph).
-                let nodes = super::node_list(&a, "cuGraphGetNodes", 0, |p, n| unsafe {
-                    sys::cuGraphGetNodes(g, p, n)
-                })?;
-                for n in nodes {
-                    kinds.push(super::raw_node_type(&a, n.as_raw())?);
-                }
-            }
-            if !can_end_loop(&kinds) {
+                loop_nodes(&a, body.0, &bodies, 0)?
+            };
+            if !can_end_loop(&nodes) {
+                let kinds: Vec<GraphNodeType> = nodes.iter().map(|n| n.0).collect();
                 return Err(Error::InvalidValue {
                     what: call,
                     value: format!("a while node whose body holds {kinds:?}"),
                     reason: "a while loop ends only when a kernel sets its value to 0, and this \
-                             body has no kernel: every launch would run forever",
+                             body has no kernel (nor do its child graphs and nested \
+                             conditionals): every launch would run forever",
                 });
             }
         }
@@ -253,11 +310,11 @@ impl Graph {
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };
-            self.shared
-                .keeper()
-                .bodies
-                .lock()
-                .push((kind == ConditionalKind::While, Raw(body.shared.raw.0)));
+            self.shared.keeper().bodies.lock().push((
+                kind == ConditionalKind::While,
+                Raw(body.shared.raw.0),
+                Raw(self.shared.raw.0),
+            ));
             Ok((node, body))
         })())
     }
@@ -270,10 +327,23 @@ mod tests {
     #[test]
     fn a_while_body_without_a_kernel_cannot_end_its_loop() {
         use GraphNodeType::*;
+        let no = |k| (k, false);
         assert!(!can_end_loop(&[]));
-        assert!(!can_end_loop(&[Host, Memset, Memcpy, Empty, EventRecord]));
-        assert!(can_end_loop(&[Memset, Kernel]));
-        assert!(can_end_loop(&[ChildGraph]));
-        assert!(can_end_loop(&[Conditional]));
+        assert!(!can_end_loop(&[
+            no(Host),
+            no(Memset),
+            no(Memcpy),
+            no(Empty),
+            no(EventRecord)
+        ]));
+        assert!(can_end_loop(&[no(Memset), no(Kernel)]));
+        // Child graphs and nested conditionals count only with a kernel inside (review
+        // finding: without one the loop never ended).
+        assert!(!can_end_loop(&[no(ChildGraph)]));
+        assert!(!can_end_loop(&[no(Conditional), no(Memset)]));
+        assert!(can_end_loop(&[(ChildGraph, true)]));
+        assert!(can_end_loop(&[(Conditional, true)]));
+        // Only those kinds have graphs inside.
+        assert!(!can_end_loop(&[(Memset, true), (Host, true)]));
     }
 }

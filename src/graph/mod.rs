@@ -107,8 +107,9 @@ pub(crate) struct GraphShared {
     /// For a root graph: the bodies of its conditional nodes at any depth (owned by their
     /// nodes, so live as long as this graph), with whether the node is a while loop (those are
     /// checked at instantiation, see [`cond::ConditionalKind::While`]). Raw handles, not the
-    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both.
-    bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>)>>,
+    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both. Each body comes
+    /// with the graph it is a node of (its parent: the root or another body).
+    bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>)>>,
 }
 
 impl GraphShared {

@@ -528,6 +528,10 @@ impl Graph {
                 });
             }
             child.not_body(CALL)?;
+            // The embedded copy's conditional bodies are the driver's, which no crate handle
+            // reaches and this graph's check does not see: checked now, as they stay (review
+            // finding, as for `try_clone`).
+            child.check_while_bodies(CALL)?;
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",

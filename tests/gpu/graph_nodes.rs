@@ -26,6 +26,7 @@ crate::tests![
     while_node_runs_its_body_until_the_counter_reaches_the_limit,
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
     a_copy_cannot_bypass_the_while_body_check,
+    while_bodies_of_child_graphs_only_are_refused,
 ];
 
 fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
@@ -715,4 +716,31 @@ fn a_copy_cannot_bypass_the_while_body_check() {
     }
     .unwrap();
     drop(g.try_clone().unwrap());
+}
+
+/// A while body whose only node is a child graph without a kernel cannot end its loop: refused
+/// at instantiation (review finding: a child graph counted as able to end it, and the launch
+/// never ended), and a graph holding such a loop is not embedded as a child either. Nothing is
+/// launched.
+fn while_bodies_of_child_graphs_only_are_refused() {
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g
+        .add_conditional_node(&[], h, ConditionalKind::While)
+        .unwrap();
+    let mut buf = DeviceBuffer::<u32>::new(64).unwrap();
+    let mut child = Graph::new().unwrap();
+    child
+        .add_memset_node(&[], &mut buf, MemsetValue::U32(3))
+        .unwrap();
+    body.add_child_graph_node(&[], &child).unwrap();
+    match g.instantiate() {
+        Err(Error::InvalidValue { reason, .. }) => assert!(reason.contains("while"), "{reason}"),
+        other => panic!("a never-ending while loop: {other:?}"),
+    }
+    let mut outer = Graph::new().unwrap();
+    assert!(matches!(
+        outer.add_child_graph_node(&[], &g),
+        Err(Error::InvalidValue { .. })
+    ));
 }

@@ -285,6 +285,55 @@ fn graph_checks() {
         drop((m2, vadd2, x, y));
         // With a kernel in the body, copies are fine.
         drop(g2.try_clone().unwrap());
+
+        // A while body whose only nodes are a child graph and a nested conditional without any
+        // kernel inside cannot end its loop either (review finding: they counted as if they
+        // could); a kernel in the nested body can.
+        let mut g3 = Graph::new().unwrap();
+        let h3 = g3.conditional_handle(Some(1)).unwrap();
+        let (_, mut body3) = g3
+            .add_conditional_node(&[], h3, ConditionalKind::While)
+            .unwrap();
+        let mut child = Graph::new().unwrap();
+        child.add_empty_node(&[]).unwrap();
+        body3.add_child_graph_node(&[], &child).unwrap();
+        invalid("a while body holding an empty child graph", g3.instantiate());
+        let inner_h = body3.conditional_handle(Some(1)).unwrap();
+        let (_, mut inner) = body3
+            .add_conditional_node(&[], inner_h, ConditionalKind::If)
+            .unwrap();
+        let mut z = DeviceBuffer::<u32>::new(8).unwrap();
+        inner
+            .add_memset_node(&[], &mut z, MemsetValue::U32(0))
+            .unwrap();
+        invalid(
+            "a while body holding a conditional without a kernel",
+            g3.instantiate(),
+        );
+        // Nor can a graph holding such a loop be embedded as a child.
+        let mut outer = Graph::new().unwrap();
+        invalid(
+            "a child holding a never-ending loop",
+            outer.add_child_graph_node(&[], &g3),
+        );
+        let m3 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
+        let vadd3 = m3.function("vadd").unwrap();
+        let (x3, mut y3) = (
+            DeviceBuffer::<f32>::new(8).unwrap(),
+            DeviceBuffer::<f32>::new(8).unwrap(),
+        );
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            inner.add_kernel_node(
+                &[],
+                &vadd3,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x3, 8usize, &x3, 8usize, &mut y3, 8usize],
+            )
+        }
+        .unwrap();
+        drop(g3.instantiate().unwrap());
+        drop((g3, body3, inner, child, outer, z, m3, vadd3, x3, y3));
         // The body's nodes are kept by the root graph: drop the root first, then the body.
         let exec2 = g2.instantiate().unwrap();
         drop(g2);
