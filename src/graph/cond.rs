@@ -54,34 +54,35 @@ pub enum ConditionalKind {
     If,
     /// Runs the body while the value is non-zero, testing before each run
     /// (`cudaGraphCondTypeWhile`). The body must set the value to 0 at some point, or the
-    /// launch never ends: only a kernel can, so a graph whose while body holds no kernel
-    /// (directly, in a child graph or in a nested conditional node) is refused at
-    /// instantiation. Whether the kernel does set it is part of the `unsafe` contract of
+    /// launch never ends: only a kernel can, so a graph whose while body holds no kernel node
+    /// (directly or in a nested conditional node; kernels inside child graphs do not count, as
+    /// they may come from captures of the crate's safe launches) is refused at instantiation. Whether the kernel does set it is part of the `unsafe` contract of
     /// [`Graph::add_kernel_node`].
     While,
 }
 
 /// Whether a while body of these nodes can end its loop (a kernel may set the value): each
-/// node's kind, with whether the graphs inside it (a child graph's, a conditional node's
-/// bodies) hold a kernel at any depth. A child graph or a nested conditional without any kernel
-/// cannot end the loop (review finding: they counted as if they could, and such a loop never
-/// ended).
+/// node's kind, with, for a nested conditional node, whether its bodies can (a kernel in them
+/// may set the outer value too). Kernel nodes of bodies come only from
+/// [`Graph::add_kernel_node`], whose `unsafe` contract covers setting the value. A child
+/// graph never counts: its kernels may come from a capture of the crate's safe kernel
+/// wrappers, which set no conditional value (review finding: a while body holding only a child
+/// graph, empty or captured, instantiated and its launch never ended); nor does a nested
+/// conditional without such a kernel.
 pub(crate) fn can_end_loop(nodes: &[(GraphNodeType, bool)]) -> bool {
     nodes.iter().any(|&(k, inner_kernel)| {
-        k == GraphNodeType::Kernel
-            || (inner_kernel && matches!(k, GraphNodeType::ChildGraph | GraphNodeType::Conditional))
+        k == GraphNodeType::Kernel || (inner_kernel && k == GraphNodeType::Conditional)
     })
 }
 
-/// The deepest nesting of child graphs and bodies the loop check follows (deeper: taken as
-/// holding no kernel, so refused).
+/// The deepest nesting of bodies the loop check follows (deeper: taken as unable to end the
+/// loop, so refused).
 const MAX_NESTING: u32 = 64;
 
-/// The nodes of graph `g` with, for child graph and conditional nodes, whether the graphs inside
-/// them hold a kernel at any depth. `bodies` are the root's conditional bodies with their parent
-/// graphs (a conditional node's bodies are those whose parent is its graph: for a graph with
-/// several conditional nodes, any of them holding a kernel counts for each). Bodies inside child
-/// graphs are the driver's copies, unknown here: taken as holding no kernel.
+/// The nodes of body graph `g` with, for conditional nodes, whether their bodies can end a loop
+/// (see [`can_end_loop`]). `bodies` are the root's conditional bodies with their parent graphs
+/// (a conditional node's bodies are those whose parent is its graph: for a graph with several
+/// conditional nodes, any of them that can counts for each).
 fn loop_nodes(
     a: &crate::context::Active,
     g: sys::CUgraph,
@@ -97,16 +98,6 @@ fn loop_nodes(
         let kind = super::raw_node_type(a, n.as_raw())?;
         let inner = match kind {
             _ if depth >= MAX_NESTING => false,
-            GraphNodeType::ChildGraph => {
-                let mut c: sys::CUgraph = std::ptr::null_mut();
-                // SAFETY: a live child graph node; valid out-parameter. The graph returned is
-                // the node's own copy, live as long as the node.
-                a.check(
-                    unsafe { sys::cuGraphChildGraphNodeGetGraph(n.as_raw(), &mut c) },
-                    "cuGraphChildGraphNodeGetGraph",
-                )?;
-                holds_kernel(a, c, bodies, depth + 1)?
-            }
             GraphNodeType::Conditional => {
                 let mut any = false;
                 for &(_, body, parent) in bodies {
@@ -124,7 +115,7 @@ fn loop_nodes(
     Ok(out)
 }
 
-/// Whether graph `g` holds a kernel at any depth (see [`loop_nodes`]).
+/// Whether body graph `g` can end a loop (see [`loop_nodes`]).
 fn holds_kernel(
     a: &crate::context::Active,
     g: sys::CUgraph,
@@ -154,8 +145,9 @@ impl Graph {
                     what: call,
                     value: format!("a while node whose body holds {kinds:?}"),
                     reason: "a while loop ends only when a kernel sets its value to 0, and this \
-                             body has no kernel (nor do its child graphs and nested \
-                             conditionals): every launch would run forever",
+                             body has no kernel node of its own or in a nested conditional \
+                             (kernels inside child graphs do not count: they may be captured \
+                             safe launches): every launch would run forever",
                 });
             }
         }
@@ -337,13 +329,12 @@ mod tests {
             no(EventRecord)
         ]));
         assert!(can_end_loop(&[no(Memset), no(Kernel)]));
-        // Child graphs and nested conditionals count only with a kernel inside (review
-        // finding: without one the loop never ended).
+        // A nested conditional counts only with a kernel inside; a child graph never (its
+        // kernels may be captured safe launches; review finding: such loops never ended).
         assert!(!can_end_loop(&[no(ChildGraph)]));
+        assert!(!can_end_loop(&[(ChildGraph, true)]));
         assert!(!can_end_loop(&[no(Conditional), no(Memset)]));
-        assert!(can_end_loop(&[(ChildGraph, true)]));
         assert!(can_end_loop(&[(Conditional, true)]));
-        // Only those kinds have graphs inside.
         assert!(!can_end_loop(&[(Memset, true), (Host, true)]));
     }
 }

@@ -718,9 +718,10 @@ fn a_copy_cannot_bypass_the_while_body_check() {
     drop(g.try_clone().unwrap());
 }
 
-/// A while body whose only node is a child graph without a kernel cannot end its loop: refused
+/// A while body whose only node is a child graph cannot end its loop, whether the child holds
+/// no kernel or a kernel captured from a safe launch (which sets no conditional value): refused
 /// at instantiation (review finding: a child graph counted as able to end it, and the launch
-/// never ended), and a graph holding such a loop is not embedded as a child either. Nothing is
+/// never ended); a graph holding such a loop is not embedded as a child either. Nothing is
 /// launched.
 fn while_bodies_of_child_graphs_only_are_refused() {
     let mut g = Graph::new().unwrap();
@@ -743,4 +744,27 @@ fn while_bodies_of_child_graphs_only_are_refused() {
         outer.add_child_graph_node(&[], &g),
         Err(Error::InvalidValue { .. })
     ));
+    // A child graph captured from a safe kernel launch: its kernel sets no conditional value.
+    let n = 256;
+    let a = DeviceBuffer::<f32>::new(n).unwrap();
+    let mut c = DeviceBuffer::<f32>::new(n).unwrap();
+    let s = Stream::new().unwrap();
+    let captured = s
+        .capture(cuda_runtime::graph::CaptureMode::Global, |s| {
+            kernels::vector_add::vadd(
+                s,
+                &LaunchConfig::for_elements(n, 128).unwrap(),
+                &a,
+                &a,
+                &mut c,
+            )
+        })
+        .unwrap();
+    let mut g2 = Graph::new().unwrap();
+    let h2 = g2.conditional_handle(Some(1)).unwrap();
+    let (_, mut body2) = g2
+        .add_conditional_node(&[], h2, ConditionalKind::While)
+        .unwrap();
+    body2.add_child_graph_node(&[], &captured).unwrap();
+    assert!(matches!(g2.instantiate(), Err(Error::InvalidValue { .. })));
 }

@@ -333,6 +333,26 @@ fn graph_checks() {
         }
         .unwrap();
         drop(g3.instantiate().unwrap());
+        // A child graph's kernels never count (they may be captured safe launches).
+        let mut g4 = Graph::new().unwrap();
+        let h4 = g4.conditional_handle(Some(1)).unwrap();
+        let (_, mut body4) = g4
+            .add_conditional_node(&[], h4, ConditionalKind::While)
+            .unwrap();
+        let mut kchild = Graph::new().unwrap();
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            kchild.add_kernel_node(
+                &[],
+                &vadd3,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x3, 8usize, &x3, 8usize, &mut y3, 8usize],
+            )
+        }
+        .unwrap();
+        body4.add_child_graph_node(&[], &kchild).unwrap();
+        invalid("a while body holding only a child graph", g4.instantiate());
+        drop((g4, body4, kchild));
         drop((g3, body3, inner, child, outer, z, m3, vadd3, x3, y3));
         // The body's nodes are kept by the root graph: drop the root first, then the body.
         let exec2 = g2.instantiate().unwrap();
