@@ -86,7 +86,7 @@ const MAX_NESTING: u32 = 64;
 fn loop_nodes(
     a: &crate::context::Active,
     g: sys::CUgraph,
-    bodies: &[(bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>)],
+    bodies: &[super::Body],
     depth: u32,
 ) -> Result<Vec<(GraphNodeType, bool)>> {
     // SAFETY: a live graph of the root's nesting (the caller holds the root's lock).
@@ -119,7 +119,7 @@ fn loop_nodes(
 fn holds_kernel(
     a: &crate::context::Active,
     g: sys::CUgraph,
-    bodies: &[(bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>)],
+    bodies: &[super::Body],
     depth: u32,
 ) -> Result<bool> {
     Ok(can_end_loop(&loop_nodes(a, g, bodies, depth)?))
