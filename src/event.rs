@@ -55,6 +55,13 @@ pub struct Event {
     /// The id of the capture the event was last recorded in (0: recorded outside a capture,
     /// or never).
     captured: AtomicU64,
+    /// Held by a record from its driver call until `captured` says what it did, and by a
+    /// stream's wait from reading `captured` until its driver call: a wait never sees the
+    /// capture of one record and hands the driver the event of another (a record in a capture
+    /// racing on another thread would otherwise join the waiting stream to that capture
+    /// without the crate knowing, and its later work would be captured with nothing kept
+    /// alive: review finding).
+    pub(crate) order: parking_lot::Mutex<()>,
 }
 
 impl Event {
@@ -71,6 +78,7 @@ impl Event {
             generation,
             flags,
             captured: AtomicU64::new(0),
+            order: parking_lot::Mutex::new(()),
         }
     }
 
@@ -109,6 +117,7 @@ impl Event {
                 generation: a.generation(),
                 flags,
                 captured: AtomicU64::new(0),
+                order: parking_lot::Mutex::new(()),
             })
         })())
     }
@@ -207,6 +216,8 @@ impl Event {
         }
         let lane = stream.lane()?;
         let ev = self.raw.0;
+        // A record and a stream's wait for this event take turns (see `order`).
+        let _order = self.order.lock();
         let (r, capture) =
             lane.submit_capturable_id(call, &[], &mut || Ok(Vec::new()), |a, raw| match flags {
                 // SAFETY: event and stream are live in the current context (same generation,

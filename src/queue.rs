@@ -322,6 +322,12 @@ impl Queue {
         relaxed(|| self.record_fence(a, &mut st)).map(drop)
     }
 
+    /// Whether this is the legacy default stream of a context.
+    #[inline]
+    pub(crate) fn is_legacy(&self) -> bool {
+        self.kind == QueueKind::Legacy
+    }
+
     /// The raw stream handle (`0x1` / `0x2` for the default streams).
     #[inline]
     pub(crate) fn raw(&self) -> sys::CUstream {
@@ -347,6 +353,15 @@ impl Queue {
     /// Records a fence after everything queued so far. `a` is this queue's context, current;
     /// the caller holds the state lock and may address the queue.
     fn record_fence(&self, a: &Active, st: &mut QState) -> Result<Fence> {
+        // Never in the legacy stream while a crate capture of a stream it synchronises with is
+        // open: the record would depend on the capture and invalidate it (held until recorded).
+        let _quiet = match self.kind {
+            QueueKind::Legacy => Some(crate::graph::capture::legacy_quiet(
+                self.device,
+                self.generation,
+            )?),
+            _ => None,
+        };
         let mut ev: sys::CUevent = std::ptr::null_mut();
         let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
         // SAFETY: the context is current; valid out-parameter.
@@ -463,9 +478,13 @@ impl Queue {
     /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
     /// when the calling thread can record one.
     fn is_done(&self, seq: u64) -> Result<bool> {
-        let f = match self.fence_for(seq)? {
-            None => return Ok(true),
-            Some(f) => f,
+        let f = match self.fence_for(seq) {
+            Ok(None) => return Ok(true),
+            Ok(Some(f)) => f,
+            // A legacy-stream fence cannot be recorded during a capture (`record_fence`): not
+            // done yet, asked again later.
+            Err(e) if e.code() == crate::ErrorCode::StreamCaptureImplicit => return Ok(false),
+            Err(e) => return Err(e),
         };
         let Ok(_pin) = context::pin(self.device, self.generation, "queue") else {
             return Ok(true);
@@ -816,7 +835,11 @@ impl<'q> Lane<'q> {
             // Admission may have entered another context (waiting for an allocation).
             self.a.rebind()?;
             tokens.extend(keep()?);
-            let r = op(&self.a, self.raw());
+            let r = {
+                // Capturing into an existing graph: no other driver call on it meanwhile.
+                let _serial = s.graph_lock();
+                op(&self.a, self.raw())
+            };
             // Kept even when `op` failed: part of the work may be in the graph.
             s.keep(tokens);
             r

@@ -425,6 +425,8 @@ impl Stream {
             // in between would hand the driver a destroyed event.
             let (_pin, raw_event) = event.pinned_raw()?;
             let lane = self.lane()?;
+            // No record of the event runs between the read and the wait (see `Event::order`).
+            let _order = event.order.lock();
             let capture = event.captured_in();
             if capture != 0 {
                 return crate::graph::capture::join(&lane, capture, raw_event);

@@ -105,14 +105,15 @@ static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); OK; }
 CUresult cuCtxGetLimit(size_t *v, int l) { *v = 1024; OK; }
 CUresult cuCtxSetLimit(int l, size_t v) { OK; }
 CUresult cuCtxGetStreamPriorityRange(int *lo, int *hi) { *lo = 0; *hi = -5; OK; }
-CUresult cuStreamCreate(void **s, unsigned f) { in_ctx("cuStreamCreate"); *s = (void *)make(); OK; }
-CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { in_ctx("cuStreamCreateWithPriority"); *s = (void *)make(); OK; }
+// A created stream's handle carries CU_STREAM_NON_BLOCKING in bit 0 (cuStreamGetFlags reads it).
+CUresult cuStreamCreate(void **s, unsigned f) { in_ctx("cuStreamCreate"); *s = (void *)(make() | (f & 1)); OK; }
+CUresult cuStreamCreateWithPriority(void **s, unsigned f, int p) { in_ctx("cuStreamCreateWithPriority"); *s = (void *)(make() | (f & 1)); OK; }
 CUresult cuStreamDestroy_v2(void *s) { in_ctx("cuStreamDestroy"); stream_ok((uint64_t)s, "cuStreamDestroy (stale or destroyed stream)"); mark_dead((uint64_t)s); OK; }
 static CUresult base_cuStreamSynchronize(void *s) { in_ctx("cuStreamSynchronize"); stream_ok((uint64_t)s, "cuStreamSynchronize (stale stream)"); OK; }
 static CUresult base_cuStreamQuery(void *s) { in_ctx("cuStreamQuery"); stream_ok((uint64_t)s, "cuStreamQuery (stale)"); OK; }
 static CUresult base_cuStreamIsCapturing(void *s, int *st) { stream_ok((uint64_t)s, "cuStreamIsCapturing (stale)"); *st = 0; OK; }
 static CUresult base_cuStreamWaitEvent(void *s, void *e, unsigned f) { in_ctx("cuStreamWaitEvent"); stream_ok((uint64_t)s, "cuStreamWaitEvent (stale stream)"); handle_ok((uint64_t)e, "cuStreamWaitEvent (stale event)"); OK; }
-CUresult cuStreamGetFlags(void *s, unsigned *f) { *f = 0; OK; }
+CUresult cuStreamGetFlags(void *s, unsigned *f) { uint64_t h = (uint64_t)s; *f = h > 2 ? (unsigned)(h & 1) : 0; OK; }
 CUresult cuEventCreate(void **e, unsigned f) { in_ctx("cuEventCreate"); *e = (void *)(make() | (f & 0xF)); OK; }
 static CUresult base_cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); stream_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
 static CUresult base_cuEventQuery(void *e) { if (__atomic_load_n(&resetting, __ATOMIC_SEQ_CST)) bad("cuEventQuery during reset"); handle_ok((uint64_t)e, "cuEventQuery (stale)"); OK; }
@@ -141,7 +142,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 //    capturing thread of a thread-local capture (the harness itself makes none of them then).
 // Such calls also invalidate the captures they would invalidate on the real driver.
 #define CAP_SLOTS 256
-struct cap { uint64_t stream; uint64_t id; int mode; int invalid; pthread_t owner; };
+struct cap { uint64_t stream; uint64_t id; int mode; int invalid; pthread_t owner; uint64_t graph; };
 static struct cap caps[CAP_SLOTS];
 struct evc { uint64_t ev; uint64_t id; };
 static struct evc evcs[CAP_SLOTS * 16];
@@ -185,13 +186,53 @@ static int capturing(uint64_t s) {
   pthread_mutex_unlock(&cap_mu);
   return r;
 }
-// Work queued on stream s: if s captures, the crate must know it.
+// Work in the legacy stream while a stream it synchronises with (a blocking created stream, or
+// a per-thread stream) captures: the real driver refuses it with 906 and invalidates the
+// capture, whatever the thread's mode. The harness itself queues no legacy work during its
+// captures, so each is the crate's housekeeping: a violation.
+static int legacy_implicit(uint64_t s, const char *call) {
+  if (s != 1) return 0;
+  int hit = 0;
+  pthread_mutex_lock(&cap_mu);
+  for (int i = 0; i < CAP_SLOTS; i++)
+    if (caps[i].id && !caps[i].invalid && (caps[i].stream == 2 || (caps[i].stream > 2 && !(caps[i].stream & 1)))) {
+      invalidate(caps[i].id);
+      hit = 1;
+    }
+  pthread_mutex_unlock(&cap_mu);
+  if (hit) bad(call);
+  return hit;
+}
+// Driver calls that change or read an existing graph must not overlap (the driver does not
+// synchronise graph objects): each marks its graph in use for a moment, and a second call on
+// the same graph meanwhile is a violation.
+static pthread_mutex_t use_mu = PTHREAD_MUTEX_INITIALIZER;
+#define USE_SLOTS 64
+static uint64_t in_use[USE_SLOTS];
+static void graph_use(uint64_t g, const char *call) {
+  if (!g) return;
+  int clash = 0, slot = -1;
+  pthread_mutex_lock(&use_mu);
+  for (int i = 0; i < USE_SLOTS; i++) {
+    if (in_use[i] == g) clash = 1;
+    if (!in_use[i] && slot < 0) slot = i;
+  }
+  if (slot >= 0) in_use[slot] = g;
+  pthread_mutex_unlock(&use_mu);
+  if (clash) bad(call);
+  usleep(20);
+  if (slot >= 0) { pthread_mutex_lock(&use_mu); in_use[slot] = 0; pthread_mutex_unlock(&use_mu); }
+}
+// Work queued on stream s: if s captures, the crate must know it; captured into an existing
+// graph, the work changes that graph.
 static void queued(uint64_t s, const char *call) {
   pthread_mutex_lock(&cap_mu);
   int i = cap_find(s);
   int unknown = i >= 0 && !(asked_stream == s && asked_id == caps[i].id);
+  uint64_t g = i >= 0 ? caps[i].graph : 0;
   pthread_mutex_unlock(&cap_mu);
   if (unknown) bad(call);
+  graph_use(g, "captured work added to a graph during another driver call on it");
 }
 static uint64_t event_capture(uint64_t e) {  // under cap_mu
   for (int i = 0; i < CAP_SLOTS * 16; i++) if (evcs[i].ev == e) return evcs[i].id;
@@ -207,13 +248,13 @@ static void set_event_capture(uint64_t e, uint64_t id) {  // under cap_mu
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(int *m) { int old = capture_mode; capture_mode = *m; *m = old; OK; }
-static CUresult begin(uint64_t s, int mode) {
+static CUresult begin(uint64_t s, int mode, uint64_t graph) {
   if (s == 1) return 900;
   pthread_mutex_lock(&cap_mu);
   if (cap_find(s) >= 0) { pthread_mutex_unlock(&cap_mu); return 401; }
   for (int i = 0; i < CAP_SLOTS; i++)
     if (!caps[i].id) {
-      caps[i] = (struct cap){s, next_capture++, mode, 0, pthread_self()};
+      caps[i] = (struct cap){s, next_capture++, mode, 0, pthread_self(), graph};
       pthread_mutex_unlock(&cap_mu);
       return 0;
     }
@@ -221,8 +262,8 @@ static CUresult begin(uint64_t s, int mode) {
   return 2;
 }
 static uint64_t graphs_live;  // graphs made and not destroyed (defined below)
-CUresult cuStreamBeginCapture_v2(void *s, int mode) { in_ctx("cuStreamBeginCapture"); stream_ok((uint64_t)s, "cuStreamBeginCapture (stale)"); return begin((uint64_t)s, mode); }
-CUresult cuStreamBeginCaptureToGraph(void *s, void *g, const void *d, const void *e, size_t n, int mode) { in_ctx("cuStreamBeginCaptureToGraph"); return begin((uint64_t)s, mode); }
+CUresult cuStreamBeginCapture_v2(void *s, int mode) { in_ctx("cuStreamBeginCapture"); stream_ok((uint64_t)s, "cuStreamBeginCapture (stale)"); return begin((uint64_t)s, mode, 0); }
+CUresult cuStreamBeginCaptureToGraph(void *s, void *g, const void *d, const void *e, size_t n, int mode) { in_ctx("cuStreamBeginCaptureToGraph"); return begin((uint64_t)s, mode, (uint64_t)g); }
 CUresult cuStreamEndCapture(void *s, void **g) {
   in_ctx("cuStreamEndCapture");
   *g = 0;
@@ -280,6 +321,7 @@ CUresult cuEventSynchronize(void *e) {
   return base_cuEventSynchronize(e);
 }
 CUresult cuEventRecord(void *e, void *s) {
+  if (legacy_implicit((uint64_t)s, "cuEventRecord in the legacy stream during a blocking stream's capture")) return 906;
   if (((uint64_t)e & 0xF) != 2) queued((uint64_t)s, "cuEventRecord captured without the crate knowing");
   CUresult r = base_cuEventRecord(e, s);
   pthread_mutex_lock(&cap_mu);
@@ -311,6 +353,7 @@ CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
   return r;
 }
 CUresult cuMemFreeAsync(uint64_t p, void *s) {
+  if (legacy_implicit((uint64_t)s, "cuMemFreeAsync in the legacy stream during a blocking stream's capture")) return 906;
   if (capturing((uint64_t)s)) { bad("cuMemFreeAsync on a capturing stream"); return 1; }
   if (unsafe_call("cuMemFreeAsync during a capture")) return 900;
   return base_cuMemFreeAsync(p, s);
@@ -344,13 +387,13 @@ CUresult cuGetErrorString(int e, const char **s) { *s = "null driver"; OK; }
 static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_NODES 4096
 #define MAX_DEPS 16
-static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; } nodes[MAX_NODES];
+static struct { uint64_t graph, node; int type; size_t ndeps; uint64_t deps[MAX_DEPS]; uint64_t child; } nodes[MAX_NODES];
 static size_t n_nodes;
-#define MAX_OBJS 4096
+#define MAX_OBJS 65536
 static struct { uint64_t h; void *ptr; void (*dtor)(void *); long refs; } objs[MAX_OBJS];
 static size_t n_objs;
 // References held by graphs and executables: (owner, object index, count).
-#define MAX_HOLDS 8192
+#define MAX_HOLDS 131072
 static struct { uint64_t owner; size_t obj; long count; } holds[MAX_HOLDS];
 static size_t n_holds;
 static uint64_t graphs_live;
@@ -405,6 +448,7 @@ static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) 
   nodes[n_nodes].node = n;
   nodes[n_nodes].type = type;
   nodes[n_nodes].ndeps = nd;
+  nodes[n_nodes].child = 0;
   for (size_t i = 0; i < nd; i++) {
     int found = 0;
     for (size_t j = 0; j < n_nodes; j++) found |= nodes[j].node == (uint64_t)deps[i] && nodes[j].graph == (uint64_t)g;
@@ -416,6 +460,7 @@ static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) 
   *out = (void *)n;
   OK;
 }
+CUresult cuGraphClone(void **g, void *o) { in_ctx("cuGraphClone"); *g = (void *)make(); __atomic_fetch_add(&graphs_live, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuGraphCreate(void **g, unsigned f) { in_ctx("cuGraphCreate"); *g = (void *)make(); __atomic_fetch_add(&graphs_live, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuGraphDestroy(void *g) {
   in_ctx("cuGraphDestroy");
@@ -424,6 +469,23 @@ CUresult cuGraphDestroy(void *g) {
   pthread_mutex_unlock(&gm);
   __atomic_fetch_sub(&graphs_live, 1, __ATOMIC_SEQ_CST);
   OK;
+}
+// A child graph node refers to the child itself here (the driver embeds a copy): enough for the
+// crate's checks of what a child holds.
+CUresult cuGraphAddChildGraphNode(void **n, void *g, void **d, size_t nd, void *child) {
+  CUresult r = add_node(n, g, d, nd, 4);
+  if (r) return r;
+  pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)*n) nodes[i].child = (uint64_t)child;
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+CUresult cuGraphChildGraphNodeGetGraph(void *n, void **g) {
+  pthread_mutex_lock(&gm);
+  *g = 0;
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) *g = (void *)nodes[i].child;
+  pthread_mutex_unlock(&gm);
+  return *g ? 0 : 400;
 }
 CUresult cuGraphAddEmptyNode(void **n, void *g, void **d, size_t nd) { return add_node(n, g, d, nd, 5); }
 CUresult cuGraphAddMemsetNode(void **n, void *g, void **d, size_t nd, const void *p, void *c) { return add_node(n, g, d, nd, 2); }
@@ -541,6 +603,14 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
   OK;
 }
 CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
-CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemsetNodeSetParams"); OK; }
+CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) {
+  in_ctx("cuGraphExecMemsetNodeSetParams");
+  uint64_t g = 0;
+  pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) g = nodes[i].graph;
+  pthread_mutex_unlock(&gm);
+  graph_use(g, "a per-node update reading its graph's node during another driver call on the graph");
+  OK;
+}
 CUresult cuGraphExecMemcpyNodeSetParams(void *e, void *n, const void *p, void *c) { in_ctx("cuGraphExecMemcpyNodeSetParams"); OK; }
 CUresult cuGraphExecHostNodeSetParams(void *e, void *n, const void *p) { in_ctx("cuGraphExecHostNodeSetParams"); OK; }

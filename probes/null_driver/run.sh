@@ -3,7 +3,8 @@
 # without a GPU: bash probes/null_driver/run.sh [seconds]. Needs gcc.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${NULL_DRIVER_DIR:-/tmp/cuda-runtime-null-driver}
+# Per checkout, so that worktrees building at once never run each other's driver or harness.
+out=${NULL_DRIVER_DIR:-/tmp/cuda-runtime-null-driver-$(printf %s "$here" | cksum | cut -d" " -f1)}
 mkdir -p "$out"
 gcc -shared -fPIC -O2 -o "$out/libcuda.so.1" "$here/nulldrv.c" -Wl,-soname,libcuda.so.1 -lpthread
 ln -sf libcuda.so.1 "$out/libcuda.so"

@@ -74,7 +74,12 @@
 //! and waits for them run with the thread's capture mode relaxed; a capture's begin fences the
 //! work queued before it, so no fence is ever recorded in a capturing stream; a stream-ordered
 //! buffer whose stream is capturing is freed elsewhere once its uses are done, never with a
-//! `cuMemFreeAsync` that the capture would record.
+//! `cuMemFreeAsync` that the capture would record. Nor does it queue anything in the legacy
+//! default stream while a blocking stream (or a per-thread stream) of the device is captured,
+//! which would make the legacy stream depend on the capture and invalidate it: a fence there
+//! waits for the capture's end (a CPU access to memory whose last use was in the legacy stream
+//! returns `cudaErrorStreamCaptureImplicit` meanwhile), and stream-ordered allocations of the
+//! legacy stream are freed in a stream of the crate's once their uses are done.
 //!
 //! # Events recorded in a capture
 //!
@@ -208,6 +213,11 @@ pub(crate) struct Session {
     pub(crate) id: u64,
     /// The crate id of the graph the capture builds (nodes reported during it carry it).
     graph_id: u64,
+    /// The existing graph a capture adds to ([`Stream::capture_into`]): its lock, which
+    /// serialises every driver call on the graph (its executables' per-node calls included),
+    /// is held around each captured submission, the begin and the end (review finding: the
+    /// captured work changed the graph while another thread's executable of it was updated).
+    into: Option<Arc<GraphShared>>,
     state: Mutex<SessionState>,
 }
 
@@ -228,6 +238,15 @@ impl Session {
         }
     }
 
+    /// For the driver call of a captured submission: the lock of the graph captured into, if
+    /// any (see [`Session::into`]). Taken after the queue's entry, as the end takes it after
+    /// the queues' locks.
+    pub(crate) fn graph_lock(
+        &self,
+    ) -> Option<parking_lot::MutexGuard<'_, Vec<Raw<sys::CUuserObject_st>>>> {
+        self.into.as_ref().map(|g| g.objects.lock())
+    }
+
     /// Notes a failure inside the capture: its end will fail with the first one.
     pub(crate) fn poison(&self, call: &'static str, e: &Error) {
         let mut st = self.state.lock();
@@ -239,6 +258,54 @@ impl Session {
 
 /// The captures the crate began and has not ended (few at a time).
 static SESSIONS: Mutex<Vec<Arc<Session>>> = Mutex::new(Vec::new());
+
+/// Per stream that the legacy default stream synchronises with (a blocking created stream or
+/// a per-thread stream) and that a crate capture begun or joined: the capture's id, with the
+/// stream's device and context generation. While one is here, work in that context's legacy
+/// stream would depend on the capture, which the driver refuses with
+/// `cudaErrorStreamCaptureImplicit` and invalidates the capture (measured, whatever the
+/// thread's mode): the crate's own housekeeping (fences recorded in the legacy stream) waits
+/// instead (review finding: a drop of memory last used on the legacy stream broke a user's
+/// capture of another stream). Written around the driver call that makes a stream capture,
+/// read around housekeeping in the legacy stream, so the two never overlap.
+static IMPLICIT: parking_lot::RwLock<Vec<(u64, i32, u64)>> = parking_lot::RwLock::new(Vec::new());
+
+/// For work the crate itself queues in the legacy stream of `device` (context `generation`):
+/// a guard to hold until it is queued, or the runtime's `cudaErrorStreamCaptureImplicit` while
+/// a capture of the crate makes that work impossible (try again after the capture).
+pub(crate) fn legacy_quiet(
+    device: i32,
+    generation: u64,
+) -> Result<parking_lot::RwLockReadGuard<'static, Vec<(u64, i32, u64)>>> {
+    let g = IMPLICIT.read();
+    if g.iter()
+        .any(|&(_, d, gen)| d == device && gen == generation)
+    {
+        return Err(Error::Cuda {
+            code: ErrorCode::StreamCaptureImplicit,
+            driver: None,
+            call: "work in the legacy default stream while a blocking stream is captured",
+        });
+    }
+    Ok(g)
+}
+
+/// Whether the legacy stream synchronises with `raw` (of the entered context `a`): the
+/// per-thread stream, and created streams without `NON_BLOCKING`. Unknown: assumed so.
+fn implicit_with_legacy(a: &Active, raw: sys::CUstream) -> bool {
+    if raw as usize == 0x1 {
+        // The legacy stream itself (a user's wait on a captured event): the user's work.
+        return false;
+    }
+    if raw as usize == 0x2 {
+        return true;
+    }
+    let mut f = 0u32;
+    // SAFETY: a live stream of the current context; valid out-parameter.
+    let r = unsafe { sys::cuStreamGetFlags(raw, &mut f) };
+    let _ = a;
+    crate::driver::rc(r) != 0 || f & 1 == 0
+}
 
 thread_local! {
     /// The captures begun on this thread and not ended.
@@ -414,7 +481,7 @@ pub(crate) fn refuse_if_captured<'q>(
 fn begin(
     stream: &Stream,
     mode: CaptureMode,
-    into: Option<(&GraphShared, &[sys::CUgraphNode])>,
+    into: Option<(&Arc<GraphShared>, &[sys::CUgraphNode])>,
 ) -> Result<Arc<Session>> {
     let call = if into.is_some() {
         "cudaStreamBeginCaptureToGraph"
@@ -459,6 +526,8 @@ fn begin(
         // then never has to record one in the capturing stream.
         q.fence_all(&lane.a)?;
         let m = mode.to_sys();
+        // Housekeeping in the legacy stream never overlaps the begin (see `IMPLICIT`).
+        let mut implicit = implicit_with_legacy(&lane.a, lane.raw()).then(|| IMPLICIT.write());
         let rc = match into {
             // SAFETY: a live stream of the current context; a valid mode.
             None => unsafe { sys::cuStreamBeginCapture_v2(lane.raw(), m) },
@@ -468,6 +537,7 @@ fn begin(
                 } else {
                     deps.as_ptr()
                 };
+                let _serial = g.objects.lock();
                 // SAFETY: a live stream and graph of the current context (checked above);
                 // `deps` are nodes of that graph (checked by the caller); no edge data.
                 unsafe {
@@ -496,9 +566,14 @@ fn begin(
                 return Err(e);
             }
         };
+        if let Some(g) = implicit.as_mut() {
+            g.push((info.id, device, generation));
+        }
+        drop(implicit);
         let s = Arc::new(Session {
             id: info.id,
             graph_id,
+            into: into.map(|(g, _)| g.clone()),
             state: Mutex::new(SessionState {
                 tokens: Vec::new(),
                 failure: None,
@@ -542,18 +617,23 @@ fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
     let mut sorted = queues.clone();
     sorted.sort_by_key(|q| Arc::as_ptr(q) as usize);
     sorted.dedup_by(|x, y| Arc::ptr_eq(x, y));
+    // Entered before the queues are locked: entering runs the releases the driver handed over
+    // (graph bundles whose user objects went), and their drops may free memory in these very
+    // queues, entering them (review finding: with the queues locked, the end never returned).
+    let entered = stream.enter();
     // No submission on any queue of the capture runs meanwhile: each is either before the
     // end (captured, its tokens kept) or after it.
     let locks: Vec<_> = sorted.iter().map(|q| q.capture_exclusive()).collect();
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     let mut leaves = Vec::new();
-    let (result, active) = match stream.enter() {
+    let (result, active) = match entered {
         Ok(a) => {
             if want_leaves {
                 if let Ok(i) = raw_info(&a, stream.as_raw(), true) {
                     leaves = i.deps;
                 }
             }
+            let _serial = s.graph_lock();
             // SAFETY: the stream the capture began on, live in the current context; valid
             // out-parameter.
             let r = a.check(
@@ -565,6 +645,7 @@ fn finish(stream: &Stream, s: &Arc<Session>, want_leaves: bool) -> Ended {
         Err(e) => (Err(e), None),
     };
     SESSIONS.lock().retain(|x| !Arc::ptr_eq(x, s));
+    IMPLICIT.write().retain(|&(id, _, _)| id != s.id);
     drop(locks);
     for q in &queues {
         q.unwatch();
@@ -840,7 +921,8 @@ impl Stream {
     ///
     /// # Errors
     /// As [`capture`](Self::capture); [`Error::ForeignGraphNode`] when a dependency is not
-    /// `graph`'s; [`Error::DeviceMismatch`] for another device's graph.
+    /// `graph`'s; [`Error::DeviceMismatch`] for another device's graph;
+    /// [`Error::InvalidValue`] for the body graph of a conditional node (not supported).
     #[doc(alias = "cudaStreamBeginCaptureToGraph")]
     pub fn capture_into(
         &self,
@@ -851,6 +933,20 @@ impl Stream {
     ) -> Result<Vec<GraphNode>> {
         const CALL: &str = "cudaStreamBeginCaptureToGraph";
         let session = record((|| {
+            if graph.shared.root.is_some() {
+                // Review finding: the capture's tokens would be held by the body, not by the
+                // root that keeps what its nodes use (the root's clones, child embeddings and
+                // executables would not hold them), and captured submissions change the body
+                // while other threads may use the root (instantiate, clone, add nodes) without
+                // the root's lock, which serialises every driver call on the nesting.
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "the body graph of a conditional node".into(),
+                    reason: "capturing into a conditional body is not supported: add the \
+                             body's nodes explicitly, or capture into a graph of its own and \
+                             add it to the body as a child graph node",
+                });
+            }
             let raw_deps = graph.raw_nodes(CALL, deps)?;
             begin(self, mode, Some((&graph.shared, &raw_deps)))
         })())?;
@@ -1008,7 +1104,13 @@ pub(crate) fn join(lane: &Lane<'_>, capture: u64, event: sys::CUevent) -> Result
         }
         // As at a begin: the work queued before the join gets its fence now.
         q.fence_all(&lane.a)?;
-        wait(&lane.a, lane.raw())
+        let (device, generation) = lane.a.id();
+        let mut implicit = implicit_with_legacy(&lane.a, lane.raw()).then(|| IMPLICIT.write());
+        wait(&lane.a, lane.raw())?;
+        if let Some(g) = implicit.as_mut() {
+            g.push((s.id, device, generation));
+        }
+        Ok(())
     })();
     let joined = s.state.lock().queues.iter().any(|x| Arc::ptr_eq(x, q));
     drop(w);
@@ -1131,6 +1233,7 @@ mod tests {
         let s = Session {
             id: 42,
             graph_id: 7,
+            into: None,
             state: Mutex::new(SessionState {
                 tokens: Vec::new(),
                 failure: None,

@@ -54,51 +54,100 @@ pub enum ConditionalKind {
     If,
     /// Runs the body while the value is non-zero, testing before each run
     /// (`cudaGraphCondTypeWhile`). The body must set the value to 0 at some point, or the
-    /// launch never ends: only a kernel can, so a graph whose while body holds no kernel
-    /// (directly, in a child graph or in a nested conditional node) is refused at
-    /// instantiation. Whether the kernel does set it is part of the `unsafe` contract of
+    /// launch never ends: only a kernel can, so a graph whose while body holds no kernel node
+    /// (directly or in a nested conditional node; kernels inside child graphs do not count, as
+    /// they may come from captures of the crate's safe launches) is refused at instantiation. Whether the kernel does set it is part of the `unsafe` contract of
     /// [`Graph::add_kernel_node`].
     While,
 }
 
-/// Whether a while body of these node kinds can end its loop (a kernel may set the value).
-pub(crate) fn can_end_loop(kinds: &[GraphNodeType]) -> bool {
-    kinds.iter().any(|k| {
-        matches!(
-            k,
-            GraphNodeType::Kernel | GraphNodeType::ChildGraph | GraphNodeType::Conditional
-        )
+/// Whether a while body of these nodes can end its loop (a kernel may set the value): each
+/// node's kind, with, for a nested conditional node, whether its bodies can (a kernel in them
+/// may set the outer value too). Kernel nodes of bodies come only from
+/// [`Graph::add_kernel_node`], whose `unsafe` contract covers setting the value. A child
+/// graph never counts: its kernels may come from a capture of the crate's safe kernel
+/// wrappers, which set no conditional value (review finding: a while body holding only a child
+/// graph, empty or captured, instantiated and its launch never ended); nor does a nested
+/// conditional without such a kernel.
+pub(crate) fn can_end_loop(nodes: &[(GraphNodeType, bool)]) -> bool {
+    nodes.iter().any(|&(k, inner_kernel)| {
+        k == GraphNodeType::Kernel || (inner_kernel && k == GraphNodeType::Conditional)
     })
+}
+
+/// The deepest nesting of bodies the loop check follows (deeper: taken as unable to end the
+/// loop, so refused).
+const MAX_NESTING: u32 = 64;
+
+/// The nodes of body graph `g` with, for conditional nodes, whether their bodies can end a loop
+/// (see [`can_end_loop`]). `bodies` are the root's conditional bodies with their parent graphs
+/// (a conditional node's bodies are those whose parent is its graph: for a graph with several
+/// conditional nodes, any of them that can counts for each).
+fn loop_nodes(
+    a: &crate::context::Active,
+    g: sys::CUgraph,
+    bodies: &[super::Body],
+    depth: u32,
+) -> Result<Vec<(GraphNodeType, bool)>> {
+    // SAFETY: a live graph of the root's nesting (the caller holds the root's lock).
+    let nodes = super::node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+        sys::cuGraphGetNodes(g, p, n)
+    })?;
+    let mut out = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let kind = super::raw_node_type(a, n.as_raw())?;
+        let inner = match kind {
+            _ if depth >= MAX_NESTING => false,
+            GraphNodeType::Conditional => {
+                let mut any = false;
+                for &(_, body, parent) in bodies {
+                    if parent.0 == g && holds_kernel(a, body.0, bodies, depth + 1)? {
+                        any = true;
+                        break;
+                    }
+                }
+                any
+            }
+            _ => false,
+        };
+        out.push((kind, inner));
+    }
+    Ok(out)
+}
+
+/// Whether body graph `g` can end a loop (see [`loop_nodes`]).
+fn holds_kernel(
+    a: &crate::context::Active,
+    g: sys::CUgraph,
+    bodies: &[super::Body],
+    depth: u32,
+) -> Result<bool> {
+    Ok(can_end_loop(&loop_nodes(a, g, bodies, depth)?))
 }
 
 impl Graph {
     /// Refuses a graph with a while node whose body cannot end the loop (see
     /// [`ConditionalKind::While`]), at any depth.
     pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
-        let bodies: Vec<(bool, Raw<sys::CUgraph_st>)> = self.shared.keeper().bodies.lock().clone();
+        let bodies = self.shared.keeper().bodies.lock().clone();
         let a = self.enter()?;
-        for (is_while, body) in bodies {
+        for &(is_while, body, _) in &bodies {
             if !is_while {
                 continue;
             }
-            let mut kinds = Vec::new();
-            {
+            let nodes = {
                 let _l = self.shared.keeper().objects.lock();
-                let g = body.0;
-                // SAFETY: a live body graph (owned by its node in this graph).
-                let nodes = super::node_list(&a, "cuGraphGetNodes", 0, |p, n| unsafe {
-                    sys::cuGraphGetNodes(g, p, n)
-                })?;
-                for n in nodes {
-                    kinds.push(super::raw_node_type(&a, n.as_raw())?);
-                }
-            }
-            if !can_end_loop(&kinds) {
+                loop_nodes(&a, body.0, &bodies, 0)?
+            };
+            if !can_end_loop(&nodes) {
+                let kinds: Vec<GraphNodeType> = nodes.iter().map(|n| n.0).collect();
                 return Err(Error::InvalidValue {
                     what: call,
                     value: format!("a while node whose body holds {kinds:?}"),
                     reason: "a while loop ends only when a kernel sets its value to 0, and this \
-                             body has no kernel: every launch would run forever",
+                             body has no kernel node of its own or in a nested conditional \
+                             (kernels inside child graphs do not count: they may be captured \
+                             safe launches): every launch would run forever",
                 });
             }
         }
@@ -253,11 +302,11 @@ impl Graph {
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };
-            self.shared
-                .keeper()
-                .bodies
-                .lock()
-                .push((kind == ConditionalKind::While, Raw(body.shared.raw.0)));
+            self.shared.keeper().bodies.lock().push((
+                kind == ConditionalKind::While,
+                Raw(body.shared.raw.0),
+                Raw(self.shared.raw.0),
+            ));
             Ok((node, body))
         })())
     }
@@ -270,10 +319,22 @@ mod tests {
     #[test]
     fn a_while_body_without_a_kernel_cannot_end_its_loop() {
         use GraphNodeType::*;
+        let no = |k| (k, false);
         assert!(!can_end_loop(&[]));
-        assert!(!can_end_loop(&[Host, Memset, Memcpy, Empty, EventRecord]));
-        assert!(can_end_loop(&[Memset, Kernel]));
-        assert!(can_end_loop(&[ChildGraph]));
-        assert!(can_end_loop(&[Conditional]));
+        assert!(!can_end_loop(&[
+            no(Host),
+            no(Memset),
+            no(Memcpy),
+            no(Empty),
+            no(EventRecord)
+        ]));
+        assert!(can_end_loop(&[no(Memset), no(Kernel)]));
+        // A nested conditional counts only with a kernel inside; a child graph never (its
+        // kernels may be captured safe launches; review finding: such loops never ended).
+        assert!(!can_end_loop(&[no(ChildGraph)]));
+        assert!(!can_end_loop(&[(ChildGraph, true)]));
+        assert!(!can_end_loop(&[no(Conditional), no(Memset)]));
+        assert!(can_end_loop(&[(Conditional, true)]));
+        assert!(!can_end_loop(&[(Memset, true), (Host, true)]));
     }
 }

@@ -107,9 +107,14 @@ pub(crate) struct GraphShared {
     /// For a root graph: the bodies of its conditional nodes at any depth (owned by their
     /// nodes, so live as long as this graph), with whether the node is a while loop (those are
     /// checked at instantiation, see [`cond::ConditionalKind::While`]). Raw handles, not the
-    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both.
-    bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>)>>,
+    /// bodies' `GraphShared`: those hold the root, and a cycle would leak both. Each body comes
+    /// with the graph it is a node of (its parent: the root or another body).
+    bodies: Mutex<Vec<Body>>,
 }
+
+/// A conditional body known to its root: whether its node is a while loop, the body, and the
+/// graph the node belongs to (the root or another body).
+pub(crate) type Body = (bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>);
 
 impl GraphShared {
     /// The graph whose user objects keep what this graph's nodes refer to (itself, or the root

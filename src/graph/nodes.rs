@@ -528,6 +528,10 @@ impl Graph {
                 });
             }
             child.not_body(CALL)?;
+            // The embedded copy's conditional bodies are the driver's, which no crate handle
+            // reaches and this graph's check does not see: checked now, as they stay (review
+            // finding, as for `try_clone`).
+            child.check_while_bodies(CALL)?;
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",
@@ -677,10 +681,21 @@ impl Graph {
 
     /// A copy of the graph (`cudaGraphClone`), with its own references to everything the
     /// nodes refer to. Node handles of the copy differ from the original's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a conditional body, and for a graph with a while node whose
+    /// body holds no kernel (see [`ConditionalKind::While`](super::ConditionalKind::While)):
+    /// the copy's bodies cannot be changed any more.
     #[doc(alias = "cudaGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
             self.not_body("cudaGraphClone")?;
+            // The copy's conditional bodies are the driver's copies, which no crate handle
+            // reaches (so they stay as they are now) and which the copy's instantiation check
+            // does not see: a while body that cannot end its loop is refused here, as the
+            // original's instantiation refuses it (review finding: the copy of such a graph
+            // instantiated, and its launches never ended).
+            self.check_while_bodies("cudaGraphClone")?;
             let a = self.enter()?;
             let objects = self.shared.objects.lock();
             let mut raw: sys::CUgraph = std::ptr::null_mut();

@@ -670,6 +670,28 @@ mod tests {
     }
 
     #[test]
+    fn huge_cluster_dimensions_are_refused_without_overflow() {
+        // x * y * z of three u32::MAX exceeds u64: the volume saturates, and the checks refuse
+        // the cluster with its values (the extended-launch path asks the volume first).
+        let huge = Dim3::new(u32::MAX, u32::MAX, u32::MAX);
+        assert_eq!(huge.volume(), u64::MAX);
+        assert_eq!(
+            Dim3::new(u32::MAX, u32::MAX, 1).volume(),
+            (u32::MAX as u64).pow(2)
+        );
+        for grid in [(1, 1, 1), (2147483647, 65535, 65535)] {
+            let c = cfg(grid, 32).extended().cluster(huge);
+            let e = check(&c, &H100, &NONE).unwrap_err();
+            let (code, attr, text) = detail(&e);
+            assert_eq!(
+                (code, attr),
+                (ErrorCode::InvalidClusterSize, "cluster dimensions")
+            );
+            assert!(text.contains("4294967295"), "{text}");
+        }
+    }
+
+    #[test]
     fn clusters_that_divide_the_grid_pass_on_sm90() {
         let mut rng = fastrand::Rng::new();
         for _ in 0..1000 {

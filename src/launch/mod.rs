@@ -37,9 +37,11 @@ impl Dim3 {
         Dim3 { x, y, z }
     }
 
-    /// The product `x * y * z`.
+    /// The product `x * y * z`, saturated at `u64::MAX` (three `u32`s can exceed a `u64`: a
+    /// cluster of `u32::MAX` blocks per side panicked here in debug builds before its checks
+    /// refused it; review finding).
     pub const fn volume(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
+        (self.x as u64 * self.y as u64).saturating_mul(self.z as u64)
     }
 }
 

@@ -307,7 +307,9 @@ impl Drop for Alloc {
             {
                 // A capture of the crate cannot begin on the stream until the free is queued.
                 let entry = s.home_queue().enter();
-                if !entry.watched() {
+                // Not in the legacy stream: a free there would invalidate a capture of any
+                // blocking stream (review finding); such memory goes the deferred way below.
+                if !entry.watched() && !s.home_queue().is_legacy() {
                     let s2 = s.clone();
                     context::release(device, generation, "freeing device memory", move |a| {
                         // SAFETY: `ptr` is a live stream-ordered allocation of this context,
@@ -376,7 +378,9 @@ impl Drop for Alloc {
             // memory is done already.
             let entry = home.as_ref().map(|(s, _)| s.home_queue().enter());
             let stream = match (&home, &entry) {
-                (Some((s, _)), Some(e)) if !e.watched() => s.as_raw(),
+                (Some((s, _)), Some(e)) if !e.watched() && !s.home_queue().is_legacy() => {
+                    s.as_raw()
+                }
                 _ => a.free_stream()?,
             };
             // SAFETY: a live allocation of this context whose uses (and allocation) are all

@@ -37,6 +37,8 @@ crate::tests![
     thread_local_captures_on_two_threads,
     global_capture_refuses_other_threads_until_they_relax,
     housekeeping_never_breaks_a_global_capture,
+    legacy_stream_memory_dropped_during_a_blocking_capture,
+    a_graph_released_during_a_capture_does_not_hang_its_end,
     legacy_stream_capture_is_refused_and_the_per_thread_stream_captures,
     status_and_info_during_a_capture,
 ];
@@ -716,6 +718,91 @@ fn housekeeping_never_breaks_a_global_capture() {
     graph.instantiate().unwrap().launch(&s).unwrap();
     s.synchronize().unwrap();
     assert_same("dst", &dst.to_vec().unwrap(), &input);
+}
+
+/// Memory last used in the legacy stream, and a stream-ordered allocation of the legacy
+/// stream, dropped while a blocking stream is captured (review finding): a fence or a free in
+/// the legacy stream then would depend on the capture, which the driver refuses with
+/// `cudaErrorStreamCaptureImplicit` and which invalidates the capture. The crate defers them
+/// to the capture's end: the capture ends cleanly, the graph replays right, and the frees
+/// happen afterwards without a deferred error.
+fn legacy_stream_memory_dropped_during_a_blocking_capture() {
+    let dev = Device::current().unwrap();
+    let _ = dev.take_deferred_errors();
+    let mut r = rng();
+    let n = 1 << 16;
+    let input = random_u32(&mut r, n);
+    let legacy = Stream::legacy().unwrap();
+    let src = DeviceBuffer::from_slice(&input).unwrap();
+    let mut used = DeviceBuffer::<u32>::new(n).unwrap();
+    used.copy_from_device_async(&src, &legacy).unwrap();
+    let mut home = DeviceBuffer::<u32>::new_async(n, &legacy).unwrap();
+    home.copy_from_device_async(&src, &legacy).unwrap();
+    let s = Stream::new().unwrap();
+    let mut dst = DeviceBuffer::<u32>::from_slice(&vec![0; n]).unwrap();
+    let cap = s.begin_capture(CaptureMode::Global).unwrap();
+    dst.copy_from_device_async(&src, &s).unwrap();
+    drop(used);
+    drop(home);
+    let graph = cap
+        .end()
+        .expect("a drop of legacy-stream memory invalidated the capture");
+    graph.instantiate().unwrap().launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("dst", &dst.to_vec().unwrap(), &input);
+    dev.synchronize().unwrap();
+    let errs = dev.take_deferred_errors();
+    assert!(errs.is_empty(), "a deferred fence or free failed: {errs:?}");
+}
+
+/// A graph and its executable dropped while a capture of another graph is open, the only
+/// holders of a stream-ordered buffer of the capturing stream (review finding): the driver
+/// hands their bundle to the crate, which releases it at the next call that enters the device;
+/// that was the capture's end, with the capturing queue locked, and the buffer's free entered
+/// the queue again: the end never returned. A watchdog turns a hang into a failure (it ends the
+/// test binary). The captured graph still replays right.
+fn a_graph_released_during_a_capture_does_not_hang_its_end() {
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                if t.elapsed() > Duration::from_secs(60) {
+                    eprintln!("a capture's end hung after a graph was released during it");
+                    std::process::exit(1);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut r = rng();
+    let n = 1 << 12;
+    for round in 0..10u32 {
+        let input = random_u32(&mut r, n);
+        let s = Stream::new().unwrap();
+        let mut b = DeviceBuffer::<u32>::new_async(n, &s).unwrap();
+        let mut g = Graph::new().unwrap();
+        g.add_memset_node(&[], &mut b, MemsetValue::U32(round))
+            .unwrap();
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s).unwrap();
+        drop(b);
+        let src = DeviceBuffer::from_slice(&input).unwrap();
+        let mut dst = DeviceBuffer::<u32>::from_slice(&vec![0; n]).unwrap();
+        let cap = s.begin_capture(CaptureMode::Global).unwrap();
+        dst.copy_from_device_async(&src, &s).unwrap();
+        drop(exec);
+        drop(g);
+        // Time for the driver to run the user objects' destructors.
+        std::thread::sleep(Duration::from_millis(20));
+        let graph = cap.end().unwrap();
+        graph.instantiate().unwrap().launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_same("dst", &dst.to_vec().unwrap(), &input);
+    }
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
 }
 
 fn legacy_stream_capture_is_refused_and_the_per_thread_stream_captures() {

@@ -25,6 +25,8 @@ crate::tests![
     if_nodes_follow_the_default_and_a_device_decision,
     while_node_runs_its_body_until_the_counter_reaches_the_limit,
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
+    a_copy_cannot_bypass_the_while_body_check,
+    while_bodies_of_child_graphs_only_are_refused,
 ];
 
 fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
@@ -679,4 +681,90 @@ fn conditional_bodies_are_refused_alone_and_keep_their_buffers() {
     s.synchronize().unwrap();
     assert_same("copy in the body", &dst.to_vec().unwrap(), &h_src);
     drop(junk);
+}
+
+/// A graph whose while body holds no kernel is refused at instantiation (its launches would
+/// never end); its copy too (review finding: the copy's bodies were not checked, so the copy
+/// instantiated and its launch hung). Nothing here is launched. With a kernel in the body, the
+/// copy is made.
+fn a_copy_cannot_bypass_the_while_body_check() {
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g
+        .add_conditional_node(&[], h, ConditionalKind::While)
+        .unwrap();
+    let mut buf = DeviceBuffer::<u32>::new(64).unwrap();
+    body.add_memset_node(&[], &mut buf, MemsetValue::U32(1))
+        .unwrap();
+    assert!(matches!(g.instantiate(), Err(Error::InvalidValue { .. })));
+    match g.try_clone() {
+        Err(Error::InvalidValue { reason, .. }) => assert!(reason.contains("while"), "{reason}"),
+        other => panic!("the copy of a never-ending graph: {other:?}"),
+    }
+    let m = vadd_module();
+    let f = m.function("vadd").unwrap();
+    let x = DeviceBuffer::<f32>::new(8).unwrap();
+    let mut y = DeviceBuffer::<f32>::new(8).unwrap();
+    // SAFETY: vadd reads 8 elements of `x` twice and writes 8 of `y` (never launched here).
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &f,
+            &LaunchConfig::new(1u32, 8u32),
+            &kernel_args![&x, 8usize, &x, 8usize, &mut y, 8usize],
+        )
+    }
+    .unwrap();
+    drop(g.try_clone().unwrap());
+}
+
+/// A while body whose only node is a child graph cannot end its loop, whether the child holds
+/// no kernel or a kernel captured from a safe launch (which sets no conditional value): refused
+/// at instantiation (review finding: a child graph counted as able to end it, and the launch
+/// never ended); a graph holding such a loop is not embedded as a child either. Nothing is
+/// launched.
+fn while_bodies_of_child_graphs_only_are_refused() {
+    let mut g = Graph::new().unwrap();
+    let h = g.conditional_handle(Some(1)).unwrap();
+    let (_, mut body) = g
+        .add_conditional_node(&[], h, ConditionalKind::While)
+        .unwrap();
+    let mut buf = DeviceBuffer::<u32>::new(64).unwrap();
+    let mut child = Graph::new().unwrap();
+    child
+        .add_memset_node(&[], &mut buf, MemsetValue::U32(3))
+        .unwrap();
+    body.add_child_graph_node(&[], &child).unwrap();
+    match g.instantiate() {
+        Err(Error::InvalidValue { reason, .. }) => assert!(reason.contains("while"), "{reason}"),
+        other => panic!("a never-ending while loop: {other:?}"),
+    }
+    let mut outer = Graph::new().unwrap();
+    assert!(matches!(
+        outer.add_child_graph_node(&[], &g),
+        Err(Error::InvalidValue { .. })
+    ));
+    // A child graph captured from a safe kernel launch: its kernel sets no conditional value.
+    let n = 256;
+    let a = DeviceBuffer::<f32>::new(n).unwrap();
+    let mut c = DeviceBuffer::<f32>::new(n).unwrap();
+    let s = Stream::new().unwrap();
+    let captured = s
+        .capture(cuda_runtime::graph::CaptureMode::Global, |s| {
+            kernels::vector_add::vadd(
+                s,
+                &LaunchConfig::for_elements(n, 128).unwrap(),
+                &a,
+                &a,
+                &mut c,
+            )
+        })
+        .unwrap();
+    let mut g2 = Graph::new().unwrap();
+    let h2 = g2.conditional_handle(Some(1)).unwrap();
+    let (_, mut body2) = g2
+        .add_conditional_node(&[], h2, ConditionalKind::While)
+        .unwrap();
+    body2.add_child_graph_node(&[], &captured).unwrap();
+    assert!(matches!(g2.instantiate(), Err(Error::InvalidValue { .. })));
 }

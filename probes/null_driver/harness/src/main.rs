@@ -247,8 +247,25 @@ fn graph_checks() {
             c.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
+        // Capturing into a body is refused (review finding: the tokens would be the body's,
+        // not the root's, and captured work would change the nesting beside the root's lock).
+        let cs = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+        let mut fill = DeviceBuffer::<u32>::new(8).unwrap();
+        invalid(
+            "capturing into a body",
+            cs.capture_into(&mut body, &[], CaptureMode::Relaxed, |s| {
+                fill.fill_async(1, s)
+            }),
+        );
+        assert_eq!(cs.is_capturing().unwrap(), CaptureStatus::None);
+        drop((cs, fill));
         // Only a kernel can end a while loop.
         invalid("a while body without a kernel", g2.instantiate());
+        // Nor through a copy, whose bodies the crate cannot reach (review finding).
+        invalid(
+            "a copy of a graph whose while body has no kernel",
+            g2.try_clone(),
+        );
         let m2 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
         let vadd2 = m2.function("vadd").unwrap();
         let (x, mut y) = (
@@ -266,6 +283,77 @@ fn graph_checks() {
         }
         .unwrap();
         drop((m2, vadd2, x, y));
+        // With a kernel in the body, copies are fine.
+        drop(g2.try_clone().unwrap());
+
+        // A while body whose only nodes are a child graph and a nested conditional without any
+        // kernel inside cannot end its loop either (review finding: they counted as if they
+        // could); a kernel in the nested body can.
+        let mut g3 = Graph::new().unwrap();
+        let h3 = g3.conditional_handle(Some(1)).unwrap();
+        let (_, mut body3) = g3
+            .add_conditional_node(&[], h3, ConditionalKind::While)
+            .unwrap();
+        let mut child = Graph::new().unwrap();
+        child.add_empty_node(&[]).unwrap();
+        body3.add_child_graph_node(&[], &child).unwrap();
+        invalid("a while body holding an empty child graph", g3.instantiate());
+        let inner_h = body3.conditional_handle(Some(1)).unwrap();
+        let (_, mut inner) = body3
+            .add_conditional_node(&[], inner_h, ConditionalKind::If)
+            .unwrap();
+        let mut z = DeviceBuffer::<u32>::new(8).unwrap();
+        inner
+            .add_memset_node(&[], &mut z, MemsetValue::U32(0))
+            .unwrap();
+        invalid(
+            "a while body holding a conditional without a kernel",
+            g3.instantiate(),
+        );
+        // Nor can a graph holding such a loop be embedded as a child.
+        let mut outer = Graph::new().unwrap();
+        invalid(
+            "a child holding a never-ending loop",
+            outer.add_child_graph_node(&[], &g3),
+        );
+        let m3 = Module::from_ptx(kernels::vector_add::PTX).unwrap();
+        let vadd3 = m3.function("vadd").unwrap();
+        let (x3, mut y3) = (
+            DeviceBuffer::<f32>::new(8).unwrap(),
+            DeviceBuffer::<f32>::new(8).unwrap(),
+        );
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            inner.add_kernel_node(
+                &[],
+                &vadd3,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x3, 8usize, &x3, 8usize, &mut y3, 8usize],
+            )
+        }
+        .unwrap();
+        drop(g3.instantiate().unwrap());
+        // A child graph's kernels never count (they may be captured safe launches).
+        let mut g4 = Graph::new().unwrap();
+        let h4 = g4.conditional_handle(Some(1)).unwrap();
+        let (_, mut body4) = g4
+            .add_conditional_node(&[], h4, ConditionalKind::While)
+            .unwrap();
+        let mut kchild = Graph::new().unwrap();
+        // SAFETY: the null driver runs nothing.
+        unsafe {
+            kchild.add_kernel_node(
+                &[],
+                &vadd3,
+                &LaunchConfig::new(1u32, 8u32),
+                &kernel_args![&x3, 8usize, &x3, 8usize, &mut y3, 8usize],
+            )
+        }
+        .unwrap();
+        body4.add_child_graph_node(&[], &kchild).unwrap();
+        invalid("a while body holding only a child graph", g4.instantiate());
+        drop((g4, body4, kchild));
+        drop((g3, body3, inner, child, outer, z, m3, vadd3, x3, y3));
         // The body's nodes are kept by the root graph: drop the root first, then the body.
         let exec2 = g2.instantiate().unwrap();
         drop(g2);
@@ -287,6 +375,191 @@ fn graph_checks() {
         "graphs destroyed"
     );
     println!("null-driver harness: graph checks passed");
+}
+
+/// A stream waiting for an event while another thread records that event in a capture (review
+/// finding): the wait either joins the capture with the crate knowing it, or waits for the
+/// event's earlier (uncaptured) record; never joins it behind the crate's back (the null
+/// driver counts the waiting stream's next fill, captured without the crate asking, as a
+/// violation).
+fn event_record_races_wait() {
+    let dev = Device::current().unwrap();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let e = Arc::new(Event::new().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let waiter = {
+        let (e, stop, waited) = (e.clone(), stop.clone(), waited.clone());
+        std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            let d = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+            let mut b = DeviceBuffer::<u32>::new(64).unwrap();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Joins the capture (then the fill is captured), fails (a capture that has
+                // ended), or waits for an uncaptured record.
+                let _ = d.wait_event(&e);
+                let _ = b.fill_async(1, &d);
+                n += 1;
+                waited.store(n, Ordering::Relaxed);
+            }
+            n
+        })
+    };
+    let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+    // At least 2000 captures, and until the waiter has raced 500 of them (at most 20 s).
+    let t = Instant::now();
+    let mut rounds = 0u64;
+    while rounds < 2000
+        || (waited.load(Ordering::Relaxed) < 500 && t.elapsed() < Duration::from_secs(20))
+    {
+        rounds += 1;
+        e.record(&s).unwrap();
+        let c = s.begin_capture(CaptureMode::Relaxed).unwrap();
+        x.fill_async(2, &s).unwrap();
+        e.record(&s).unwrap();
+        x.fill_async(3, &s).unwrap();
+        // The waiter's stream may have joined without being joined back: the null driver ends
+        // it with the capture either way.
+        drop(c.end());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let waits = waiter.join().unwrap();
+    assert!(waits > 0, "no wait raced the records");
+    println!(
+        "null-driver harness: {waits} waits raced {rounds} records of their event in a capture"
+    );
+}
+
+/// Memory last used in the legacy stream, and a stream-ordered allocation of the legacy
+/// stream, dropped while a blocking stream (or the per-thread stream) is captured, on the
+/// capturing thread and on another (review finding): their fences and frees would be legacy
+/// work depending on the capture, which the driver refuses and which invalidates the capture
+/// (the null driver counts each as a violation). They wait for the capture's end instead.
+fn legacy_housekeeping_during_blocking_captures() {
+    let dev = Device::current().unwrap();
+    for round in 0..20u32 {
+        let legacy = Stream::legacy().unwrap();
+        let mut used = DeviceBuffer::<u32>::new(64).unwrap();
+        used.fill_async(round, &legacy).unwrap();
+        let mut home = DeviceBuffer::<u32>::new_async(64, &legacy).unwrap();
+        home.fill_async(round, &legacy).unwrap();
+        let untouched = DeviceBuffer::<u32>::new_async(64, &legacy).unwrap();
+        let mut elsewhere = DeviceBuffer::<u32>::new(64).unwrap();
+        elsewhere.fill_async(round, &legacy).unwrap();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            go_rx.recv().unwrap();
+            drop(elsewhere);
+            done_tx.send(()).unwrap();
+        });
+        let s = if round % 2 == 0 {
+            Stream::new().unwrap()
+        } else {
+            Stream::per_thread().unwrap()
+        };
+        let mode = [CaptureMode::Global, CaptureMode::Relaxed][round as usize % 2];
+        let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+        let graph = s
+            .capture(mode, |s| {
+                x.fill_async(round, s)?;
+                drop(used);
+                drop(home);
+                drop(untouched);
+                go_tx.send(()).unwrap();
+                done_rx.recv().unwrap();
+                x.fill_async(round + 1, s)
+            })
+            .unwrap_or_else(|e| panic!("legacy round {round}: {e}"));
+        other.join().unwrap();
+        drop(graph);
+        // The deferred fences and frees go ahead once the capture is over.
+        dev.synchronize().unwrap();
+    }
+    println!("null-driver harness: legacy-stream memory dropped during 20 blocking captures");
+}
+
+/// Captures into an existing graph while another thread updates a node of that graph's
+/// executable (review finding): the captured work changes the graph, and the update reads the
+/// graph's node, which the driver does not synchronise; the graph's lock must serialise them
+/// (the null driver counts overlapping calls on one graph).
+fn capture_into_beside_node_updates() {
+    let dev = Device::current().unwrap();
+    let mut g = Graph::new().unwrap();
+    let mut target = DeviceBuffer::<u32>::new(64).unwrap();
+    let node = g
+        .add_memset_node(&[], &mut target, MemsetValue::U32(1))
+        .unwrap();
+    let mut exec = g.instantiate().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let updater = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            dev.set_current().unwrap();
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                exec.set_memset_node_params(node, &mut target, MemsetValue::U32(n))
+                    .unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+    for k in 0..300u32 {
+        s.capture_into(&mut g, &[], CaptureMode::Relaxed, |s| {
+            x.fill_async(k, s)?;
+            x.fill_async(k + 1, s)
+        })
+        .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let updates = updater.join().unwrap();
+    println!("null-driver harness: {updates} node updates beside 300 captures into their graph");
+}
+
+/// A graph's bundle released (its user object's destructor ran) while a capture is open, and
+/// whose buffer is a stream-ordered allocation of the capturing stream (review finding): the
+/// crate runs such releases at the next call that enters a device, which was the capture's end
+/// while it held the capturing queue's lock, and the buffer's free entered that queue again: the
+/// end never returned. A watchdog turns a hang into a failure.
+fn released_bundle_at_a_capture_end() {
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                if t.elapsed() > Duration::from_secs(20) {
+                    eprintln!("null-driver harness: a capture's end hung (released bundle)");
+                    std::process::exit(1);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    for round in 0..20u32 {
+        let s = Stream::new().unwrap();
+        let mut b = DeviceBuffer::<u32>::new_async(64, &s).unwrap();
+        let mut g = Graph::new().unwrap();
+        g.add_memset_node(&[], &mut b, MemsetValue::U32(round)).unwrap();
+        let exec = g.instantiate().unwrap();
+        // Only the graph and its executable keep the buffer now.
+        drop(b);
+        let mut x = DeviceBuffer::<u32>::new(64).unwrap();
+        let cap = s.begin_capture(CaptureMode::Relaxed).unwrap();
+        x.fill_async(round, &s).unwrap();
+        // Their user objects go: the bundle waits for the next call that enters the device.
+        drop(exec);
+        drop(g);
+        drop(cap.end().unwrap());
+    }
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    println!("null-driver harness: bundles released at 20 capture ends");
 }
 
 /// Captures against the null driver's simulation (see the module docs); panics on a wrong
@@ -391,9 +664,12 @@ fn capture_phase() {
     // submitting thread asked for the capture status in that very capture).
     let shared = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    // At least 300 captures, and until the racers made 1000 submissions (at most 20 s; review:
+    // some runs raced none, on a busy machine).
+    let made = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let racers: Vec<_> = (0..3u32)
         .map(|k| {
-            let (shared, stop) = (shared.clone(), stop.clone());
+            let (shared, stop, made) = (shared.clone(), stop.clone(), made.clone());
             std::thread::spawn(move || {
                 dev.set_current().unwrap();
                 let mut b = DeviceBuffer::<u32>::new(256).unwrap();
@@ -403,13 +679,19 @@ fn capture_phase() {
                     let e = Event::new().unwrap();
                     e.record(&shared).unwrap();
                     n += 1;
+                    made.fetch_add(1, Ordering::Relaxed);
                 }
                 n
             })
         })
         .collect();
     let mut x = DeviceBuffer::<u32>::new(256).unwrap();
-    for _ in 0..300 {
+    let t = Instant::now();
+    let mut captures = 0u64;
+    while captures < 300
+        || (made.load(Ordering::Relaxed) < 1000 && t.elapsed() < Duration::from_secs(20))
+    {
+        captures += 1;
         drop(
             shared
                 .capture(CaptureMode::Relaxed, |s| x.fill_async(1, s))
@@ -418,7 +700,12 @@ fn capture_phase() {
     }
     stop.store(true, Ordering::Relaxed);
     let raced: u64 = racers.into_iter().map(|t| t.join().unwrap()).sum();
-    println!("null-driver harness: {raced} submissions raced 300 captures of their stream");
+    assert!(raced > 0, "no submission raced the captures");
+    println!("null-driver harness: {raced} submissions raced {captures} captures of their stream");
+    event_record_races_wait();
+    legacy_housekeeping_during_blocking_captures();
+    capture_into_beside_node_updates();
+    released_bundle_at_a_capture_end();
     // Graphs and their tokens are released at the next call of the crate.
     dev.synchronize().unwrap();
     let objects = null_driver_count("nulldrv_user_objects");
