@@ -335,15 +335,75 @@ pub fn classify_image(image: &[u8]) -> Result<ImageKind> {
     }
 }
 
-/// The PTX of one of the crate's kernel files, loaded on a device the first time one of its
-/// kernels is used there (as libcudart loads the kernels it registered), and kept until the
-/// device is reset.
+/// One of the crate's kernel files, loaded on a device the first time one of its kernels is used
+/// there (as libcudart loads the kernels it registered), and kept until the device is reset.
+///
+/// Most are loaded from their PTX. A file whose kernels use the CUDA device runtime (kernels
+/// that launch kernels, `cudaGraphSetConditional`) cannot be: the driver alone has no device
+/// runtime to link its PTX with. It is loaded instead from its image linked ahead of time with
+/// NVIDIA's `libcudadevrt.a` (`cuModuleLoadData` of a fat binary with machine code for each
+/// architecture family), which the separately licensed crate cuda-runtime-devrt holds; the Cargo
+/// feature `device-runtime` (default) brings it in, and without it such a module fails with
+/// [`Error::FeatureDisabled`].
 pub struct EmbeddedModule {
     name: &'static str,
     ptx: &'static str,
     /// The compute capability the PTX targets, `major * 10 + minor` (75 for `compute_75`).
     arch: u32,
+    image: Image,
     loaded: Mutex<Vec<(i32, u64, Raw<sys::CUmod_st>)>>,
+}
+
+/// What an [`EmbeddedModule`] is loaded from.
+#[derive(Clone, Copy)]
+enum Image {
+    /// Its PTX.
+    Ptx,
+    /// A fat binary linked with the device runtime, with machine code for `archs`.
+    Linked {
+        fatbin: &'static [u8],
+        archs: &'static [u32],
+    },
+    /// A device-runtime module whose image the crate was built without (`feature` disabled).
+    Disabled { feature: &'static str },
+}
+
+/// Whether two SHA-256 hashes in hexadecimal are the same, ignoring a line end after either (the
+/// `.sha256` files of cuda-runtime-devrt end with one): the generated code's compile-time check
+/// that a linked image was built from the current kernel sources.
+#[doc(hidden)]
+pub const fn same_sources_hash(recorded: &str, current: &str) -> bool {
+    const fn trimmed_len(s: &[u8]) -> usize {
+        let mut n = s.len();
+        while n > 0 && (s[n - 1] == b'\n' || s[n - 1] == b'\r') {
+            n -= 1;
+        }
+        n
+    }
+    let (a, b) = (recorded.as_bytes(), current.as_bytes());
+    let (n, m) = (trimmed_len(a), trimmed_len(b));
+    if n != m || n != 64 {
+        return false;
+    }
+    let mut i = 0;
+    while i < n {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The architecture of the machine code a device of compute capability `cc` runs from an
+/// image with code for `archs`: the newest of its major version at or below `cc` (a cubin runs
+/// on later minor versions of its major one).
+pub(crate) fn sass_for(archs: &[u32], cc: u32) -> Option<u32> {
+    archs
+        .iter()
+        .copied()
+        .filter(|&a| a / 10 == cc / 10 && a <= cc)
+        .max()
 }
 
 impl EmbeddedModule {
@@ -355,7 +415,63 @@ impl EmbeddedModule {
             name,
             ptx,
             arch,
+            image: Image::Ptx,
             loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A module of the crate's kernels that use the device runtime, loaded from `fatbin` (linked
+    /// with it ahead of time; machine code for `archs`, none older than `arch`). Used by the
+    /// generated code: the image is the crate's own, built by the pinned nvcc and checked in CI.
+    #[doc(hidden)]
+    pub const fn linked(
+        name: &'static str,
+        ptx: &'static str,
+        arch: u32,
+        fatbin: &'static [u8],
+        archs: &'static [u32],
+    ) -> EmbeddedModule {
+        EmbeddedModule {
+            name,
+            ptx,
+            arch,
+            image: Image::Linked { fatbin, archs },
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A module of the crate's kernels that use the device runtime, in a build without the
+    /// Cargo `feature` that brings their image: using it fails with [`Error::FeatureDisabled`].
+    #[doc(hidden)]
+    pub const fn linked_disabled(
+        name: &'static str,
+        ptx: &'static str,
+        arch: u32,
+        feature: &'static str,
+    ) -> EmbeddedModule {
+        EmbeddedModule {
+            name,
+            ptx,
+            arch,
+            image: Image::Disabled { feature },
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether the module's kernels use the CUDA device runtime (their file is marked
+    /// `// cuda-runtime: device-runtime`): it is loaded from an image linked with it, not from
+    /// its PTX.
+    pub fn uses_device_runtime(&self) -> bool {
+        !matches!(self.image, Image::Ptx)
+    }
+
+    /// The image linked with the device runtime that the module is loaded from (a fat binary),
+    /// when it uses the device runtime and the crate was built with the feature
+    /// `device-runtime`.
+    pub fn linked_image(&self) -> Option<&'static [u8]> {
+        match self.image {
+            Image::Linked { fatbin, .. } => Some(fatbin),
+            _ => None,
         }
     }
 
@@ -392,9 +508,39 @@ impl EmbeddedModule {
             a.dev.ordinal,
             limits.compute_capability,
         )?;
-        let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
-        // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
-        let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
+        let m = match self.image {
+            Image::Ptx => {
+                let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
+                // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
+                unsafe { load_image(a, ptx.as_bytes_with_nul()) }?
+            }
+            Image::Disabled { feature } => {
+                return Err(Error::FeatureDisabled {
+                    what: format!("kernel module {}", self.name),
+                    feature,
+                    reason: "its kernels use the CUDA device runtime, and their image linked with \
+                             it (NVIDIA object code, in the separately licensed crate \
+                             cuda-runtime-devrt) was left out of this build",
+                });
+            }
+            Image::Linked { fatbin, archs } => {
+                let found = limits.compute_capability;
+                if sass_for(archs, found).is_none() {
+                    return Err(Error::NoDeviceImage {
+                        what: format!("kernel module {} (linked with the device runtime)", self.name),
+                        device: a.dev.ordinal,
+                        found,
+                        archs,
+                    });
+                }
+                check_fatbin(fatbin, self.name)?;
+                // SAFETY: the crate's own fat binary (cuda-runtime-devrt), written by the pinned
+                // nvcc from the crate's kernels and NVIDIA's device runtime, checked byte for
+                // byte in CI, its sources' hash checked at compile time, and its header checked
+                // just now; well formed as nvcc writes them.
+                unsafe { load_image(a, fatbin) }?
+            }
+        };
         // Entries of earlier (reset) contexts of this device are dead.
         loaded.retain(|&(d, _, _)| d != dev);
         loaded.push((dev, generation, Raw(m)));
