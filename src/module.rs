@@ -406,6 +406,31 @@ pub(crate) fn sass_for(archs: &[u32], cc: u32) -> Option<u32> {
         .max()
 }
 
+/// The error of a device-runtime module the crate was built without.
+fn feature_disabled(name: &str, feature: &'static str) -> Error {
+    Error::FeatureDisabled {
+        what: format!("kernel module {name}"),
+        feature,
+        reason: "its kernels use the CUDA device runtime, and their image linked with it (NVIDIA \
+                 object code, in the separately licensed crate cuda-runtime-devrt) was left out \
+                 of this build",
+    }
+}
+
+/// Refuses a linked image on a device none of its machine code runs on (the driver would fail
+/// with `CUDA_ERROR_NO_BINARY_FOR_GPU`; there is no PTX to fall back on).
+fn check_linked(name: &str, archs: &'static [u32], device: i32, found: u32) -> Result<()> {
+    match sass_for(archs, found) {
+        Some(_) => Ok(()),
+        None => Err(Error::NoDeviceImage {
+            what: format!("kernel module {name} (linked with the device runtime)"),
+            device,
+            found,
+            archs,
+        }),
+    }
+}
+
 impl EmbeddedModule {
     /// A module of the crate's kernels whose PTX targets `compute_<arch>` (used by the
     /// generated code).
@@ -514,25 +539,9 @@ impl EmbeddedModule {
                 // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
                 unsafe { load_image(a, ptx.as_bytes_with_nul()) }?
             }
-            Image::Disabled { feature } => {
-                return Err(Error::FeatureDisabled {
-                    what: format!("kernel module {}", self.name),
-                    feature,
-                    reason: "its kernels use the CUDA device runtime, and their image linked with \
-                             it (NVIDIA object code, in the separately licensed crate \
-                             cuda-runtime-devrt) was left out of this build",
-                });
-            }
+            Image::Disabled { feature } => return Err(feature_disabled(self.name, feature)),
             Image::Linked { fatbin, archs } => {
-                let found = limits.compute_capability;
-                if sass_for(archs, found).is_none() {
-                    return Err(Error::NoDeviceImage {
-                        what: format!("kernel module {} (linked with the device runtime)", self.name),
-                        device: a.dev.ordinal,
-                        found,
-                        archs,
-                    });
-                }
+                check_linked(self.name, archs, a.dev.ordinal, limits.compute_capability)?;
                 check_fatbin(fatbin, self.name)?;
                 // SAFETY: the crate's own fat binary (cuda-runtime-devrt), written by the pinned
                 // nvcc from the crate's kernels and NVIDIA's device runtime, checked byte for
@@ -2506,10 +2515,19 @@ pub(crate) fn devrt_candidates(env: impl Fn(&str) -> Option<String>) -> Vec<std:
 }
 
 impl Module {
-    /// Loads PTX that calls device-runtime functions (such as `cudaGraphSetConditional`, which
-    /// the PTX declares `.extern`), linked by the driver with NVIDIA's device runtime library
-    /// `libcudadevrt.a` from a CUDA toolkit (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`,
-    /// `cuLinkComplete`; libcudart's programs get the same from `nvcc -rdc=true`).
+    /// Loads PTX that calls device-runtime functions (such as `cudaGraphSetConditional`, or
+    /// kernel launches from device code, which `nvcc -rdc=true` PTX declares `.extern`), linked
+    /// by the driver with NVIDIA's device runtime library `libcudadevrt.a` from a CUDA toolkit
+    /// (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`, `cuLinkComplete`; libcudart's programs
+    /// get the same from `nvcc -rdc=true`).
+    ///
+    /// This is for your own PTX, on a machine that has the library (a CUDA toolkit, or the PyPI
+    /// package `nvidia-cuda-runtime`, whose `nvidia/cu13/lib/libcudadevrt.a` you can name in
+    /// `CUDA_RUNTIME_DEVRT`). The crate's own device-runtime kernels (`kernels::graph_cond`,
+    /// `kernels::cdp`) do not need it: they run from images linked ahead of time (feature
+    /// `device-runtime`). Without the library, link ahead of time yourself (`nvcc -rdc=true
+    /// -c`, then `nvcc -dlink -fatbin -lcudadevrt`) and load the result with
+    /// [`Module::from_image`].
     ///
     /// The library is looked for in `CUDA_RUNTIME_DEVRT` (the file), then under `CUDA_HOME`,
     /// `CUDA_PATH` and `/usr/local/cuda` (`lib64/`, `lib/`, `targets/x86_64-linux/lib/`). The
@@ -2633,7 +2651,79 @@ impl Module {
 
 #[cfg(test)]
 mod devrt_tests {
-    use super::devrt_candidates;
+    use super::{check_linked, devrt_candidates, feature_disabled, same_sources_hash, sass_for};
+    use crate::{Error, ErrorCode};
+
+    const ARCHS: &[u32] = &[75, 80, 90, 100, 120];
+
+    #[test]
+    fn linked_images_run_on_later_minor_versions_of_their_family_only() {
+        let cases = [
+            (75, Some(75)),
+            (80, Some(80)),
+            (86, Some(80)),
+            (87, Some(80)),
+            (89, Some(80)),
+            (90, Some(90)),
+            (100, Some(100)),
+            (103, Some(100)),
+            (120, Some(120)),
+            (121, Some(120)),
+            // Other families: no machine code, and no PTX to JIT.
+            (110, None),
+            (72, None),
+            (130, None),
+        ];
+        for (cc, want) in cases {
+            assert_eq!(sass_for(ARCHS, cc), want, "compute capability {cc}");
+        }
+        // A file built for sm_90 only has code from 9.0 on.
+        assert_eq!(sass_for(&[90, 100, 120], 89), None);
+        let e = check_linked("cdp", ARCHS, 1, 110).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+        assert_eq!(
+            e.to_string(),
+            "kernel module cdp (linked with the device runtime) has machine code for sm_75, \
+             sm_80, sm_90, sm_100, sm_120 only, none of which runs on device 1 (compute \
+             capability 11.0)"
+        );
+        check_linked("cdp", ARCHS, 0, 90).unwrap();
+    }
+
+    #[test]
+    fn a_build_without_the_feature_names_it() {
+        let e = feature_disabled("cdp", "device-runtime");
+        assert!(matches!(
+            e,
+            Error::FeatureDisabled {
+                feature: "device-runtime",
+                ..
+            }
+        ));
+        assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "kernel module cdp needs cuda-runtime's Cargo feature `device-runtime`, which \
+                 this build disabled"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("cuda-runtime-devrt"), "{msg}");
+    }
+
+    #[test]
+    fn source_hashes_compare_exactly_up_to_a_line_end() {
+        let h = "2443ec1d4dde80df8f2b4b14b180dd0f065c8f4f108d9f0716e1b96082eb80f5";
+        let other = "2443ec1d4dde80df8f2b4b14b180dd0f065c8f4f108d9f0716e1b96082eb80f6";
+        assert!(same_sources_hash(&format!("{h}\n"), h));
+        assert!(same_sources_hash(h, h));
+        assert!(same_sources_hash(&format!("{h}\r\n"), &format!("{h}\n")));
+        assert!(!same_sources_hash(other, h));
+        assert!(!same_sources_hash(&h[..63], &h[..63]), "not a SHA-256");
+        assert!(!same_sources_hash("", ""));
+        assert!(!same_sources_hash(&format!("{h} "), h));
+    }
 
     #[test]
     fn device_runtime_is_looked_for_in_the_env_file_then_toolkit_roots() {

@@ -1443,7 +1443,10 @@ pub fn generate_with(
                 o,
                 "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked({stem:?}, PTX, {arch}, {krate}::{stem}::FATBIN, {krate}::ARCHS);"
             );
-            let _ = writeln!(o, "    /// The module: without the feature `{feature}` its kernels fail with");
+            let _ = writeln!(
+                o,
+                "    /// The module: without the feature `{feature}` its kernels fail with"
+            );
             let _ = writeln!(o, "    /// `Error::FeatureDisabled`.");
             let _ = writeln!(o, "    #[cfg(not(feature = {feature:?}))]");
             let _ = writeln!(
@@ -2018,6 +2021,45 @@ extern "C" __global__ void empty() {}
         assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), addr: u64, v: u32, p: u64)"));
         assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized)) -> crate::Result<()>"));
         assert!(code.contains("[*mut ::core::ffi::c_void; 0] = []"));
+    }
+
+    #[test]
+    fn device_runtime_files_are_marked_and_generate_image_modules() {
+        let src = "// Launches.\n//   cuda-runtime:   device-runtime  \n\n// cuda-runtime: device-runtime\nextern \"C\" __global__ void p(float* o, size_t o_len) {}\n__global__ void child(float* o) {}\n";
+        assert!(file_device_runtime(src));
+        for not in [
+            "// cuda-runtime: device-runtime please\n",
+            "/* cuda-runtime: device-runtime */\n",
+            "int x; // cuda-runtime: device-runtime\n",
+            "// cuda-runtime: arch = sm_90\n",
+            "",
+        ] {
+            assert!(!file_device_runtime(not), "{not:?}");
+        }
+        // Accepted among a kernel's directives; children without extern "C" get no wrapper.
+        let k = parse_kernels(src).unwrap();
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].name, "p");
+        assert!(k[0].preconditions.is_empty());
+        let hash = "ab".repeat(32);
+        let img = LinkedImage {
+            krate: "::images",
+            feature: "devrt",
+            sources_sha256: &hash,
+        };
+        let code = generate_with("dp", "dp.cu", "/x/dp.ptx", 75, &k, Some(&img)).unwrap();
+        assert!(code.contains(&format!(
+            "const _: () = assert!(crate::module::same_sources_hash(::images::dp::SOURCES_SHA256, \"{hash}\")"
+        )));
+        assert!(code.contains("#[cfg(feature = \"devrt\")]\n    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked(\"dp\", PTX, 75, ::images::dp::FATBIN, ::images::ARCHS);"));
+        assert!(code.contains("#[cfg(not(feature = \"devrt\"))]\n    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked_disabled(\"dp\", PTX, 75, \"devrt\");"));
+        assert!(code.contains("pub fn p(stream: &crate::Stream"));
+        assert!(!code.contains("fn child"));
+        assert_eq!(code.matches("pub static MODULE").count(), 2);
+        // Without an image the module is the PTX's, as before.
+        let plain = generate("dp", "dp.cu", "/x/dp.ptx", 75, &k).unwrap();
+        assert!(plain.contains("crate::module::EmbeddedModule::new(\"dp\", PTX, 75);"));
+        assert!(!plain.contains("linked"));
     }
 
     const DECLARED: &str = r#"

@@ -268,15 +268,15 @@ impl Kernels {
             for k in &kernels {
                 kernel_sig::check_against_ptx(k, &entries).map_err(at)?;
             }
-            let linked = self
-                .linked_images
-                .as_ref()
-                .filter(|_| device_runtime)
-                .map(|(krate, feature)| kernel_sig::LinkedImage {
-                    krate,
-                    feature,
-                    sources_sha256: &hash,
-                });
+            let linked =
+                self.linked_images
+                    .as_ref()
+                    .filter(|_| device_runtime)
+                    .map(|(krate, feature)| kernel_sig::LinkedImage {
+                        krate,
+                        feature,
+                        sources_sha256: &hash,
+                    });
             let mut code = kernel_sig::generate_with(
                 stem,
                 source,

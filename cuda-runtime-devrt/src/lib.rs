@@ -46,11 +46,8 @@ macro_rules! image {
             /// The SHA-256 of the kernel sources the image was built from, in hexadecimal (the
             /// file name and contents of the source and its local headers, as cuda-runtime-build
             /// hashes them).
-            pub const SOURCES_SHA256: &str = include_str!(concat!(
-                "../images/",
-                stringify!($stem),
-                ".sha256"
-            ));
+            pub const SOURCES_SHA256: &str =
+                include_str!(concat!("../images/", stringify!($stem), ".sha256"));
         }
     };
 }
@@ -79,7 +76,10 @@ mod tests {
             let header = u16::from_le_bytes([image[6], image[7]]) as u64;
             let mut size = [0u8; 8];
             size.copy_from_slice(&image[8..16]);
-            assert!(header + u64::from_le_bytes(size) <= image.len() as u64, "{stem}");
+            assert!(
+                header + u64::from_le_bytes(size) <= image.len() as u64,
+                "{stem}"
+            );
             let hex = hash.trim_end();
             assert_eq!(hex.len(), 64, "{stem}");
             assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{stem}");

@@ -12,6 +12,7 @@
 mod common;
 mod device;
 mod driver_errors;
+mod dynamic_parallelism;
 mod graph_nodes;
 mod graphs;
 mod host_chunks;
@@ -86,6 +87,7 @@ fn main() {
     let all: Vec<&GpuTest> = [
         device::TESTS,
         driver_errors::TESTS,
+        dynamic_parallelism::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,
         host_chunks::TESTS,

@@ -1,0 +1,380 @@
+//! Dynamic parallelism (kernels launching kernels, `kernels::cdp`), run from the image linked
+//! ahead of time with the device runtime (cuda-runtime-devrt): the rules of the device runtime's
+//! programming model, each against a CPU reference on fresh random input.
+//!
+//! Every parent splits the first `n` elements (the shortest buffer) into one segment per block,
+//! of as many elements as the block has threads, in linear block order; only the blocks whose
+//! segment starts below `n` launch. A refused device-side launch adds 1 to `failures[0]`.
+
+use crate::common::{assert_same, random_f32, random_u32, rng};
+use cuda_runtime::{
+    kernels, Device, DeviceAttribute, DeviceBuffer, Dim3, Error, LaunchConfig, Limit, Stream,
+};
+
+crate::tests![
+    the_module_is_the_linked_image,
+    child_sees_what_its_parent_block_wrote_before_the_launch,
+    launches_into_one_stream_from_one_block_run_in_order,
+    children_in_two_named_streams_both_complete,
+    tail_launch_sees_the_children_writes_and_is_part_of_the_launch,
+    preconditions_are_checked_before_launching;
+    exclusive: pending_launch_limit_is_honoured_or_reported,
+];
+
+/// The segments `(begin, count)` of the first `n` elements for blocks of `threads` threads, in a
+/// grid of `blocks` blocks.
+fn segments(n: usize, threads: usize, blocks: usize) -> Vec<(usize, usize)> {
+    (0..blocks)
+        .map(|b| b * threads)
+        .take_while(|&begin| begin < n)
+        .map(|begin| (begin, threads.min(n - begin)))
+        .collect()
+}
+
+/// Launch shapes: (grid, block), all of whose blocks have segments or some do not, 3-D blocks
+/// and grids included. `n` elements.
+fn shapes(r: &mut fastrand::Rng, n: usize) -> Vec<LaunchConfig> {
+    let mut v = Vec::new();
+    for block in [
+        Dim3::new(256, 1, 1),
+        Dim3::new(8, 4, 2),
+        Dim3::new(1024, 1, 1),
+        Dim3::new(33, 1, 1),
+    ] {
+        let t = block.x as usize * block.y as usize * block.z as usize;
+        let need = n.div_ceil(t);
+        // Exactly enough blocks in x; more than enough in a 2-D grid; fewer than needed.
+        v.push(LaunchConfig::new(Dim3::new(need as u32, 1, 1), block));
+        let gx = (need as u32).div_ceil(3) + r.u32(0..3);
+        v.push(LaunchConfig::new(Dim3::new(gx, 3, 1), block));
+        if need > 1 {
+            v.push(LaunchConfig::new(Dim3::new((need / 2) as u32, 1, 1), block));
+        }
+    }
+    v
+}
+
+fn threads(c: &LaunchConfig) -> usize {
+    c.block.x as usize * c.block.y as usize * c.block.z as usize
+}
+
+fn blocks(c: &LaunchConfig) -> usize {
+    c.grid.x as usize * c.grid.y as usize * c.grid.z as usize
+}
+
+fn the_module_is_the_linked_image() {
+    let m = &kernels::cdp::MODULE;
+    assert!(m.uses_device_runtime());
+    let image = m
+        .linked_image()
+        .expect("built with the device-runtime feature");
+    assert_eq!(
+        cuda_runtime::classify_image(image).unwrap(),
+        cuda_runtime::ImageKind::Fatbin
+    );
+    // Loads on this device (the H100: sm_90 machine code) with the driver alone.
+    let f = kernels::cdp::CDP_TAIL_SUMS.function().unwrap();
+    let attrs = f.attributes().unwrap();
+    let dev = Device::current().unwrap();
+    let major = dev
+        .attribute(DeviceAttribute::ComputeCapabilityMajor)
+        .unwrap();
+    let minor = dev
+        .attribute(DeviceAttribute::ComputeCapabilityMinor)
+        .unwrap();
+    eprintln!(
+        "cdp_tail_sums: binary version {}, device {major}.{minor}",
+        attrs.binary_version
+    );
+    // Machine code of the device's family, as linked ahead of time (no PTX was JIT-compiled).
+    assert_eq!(
+        attrs.binary_version / 10,
+        major,
+        "binary version {}",
+        attrs.binary_version
+    );
+    assert!(attrs.binary_version <= major * 10 + minor);
+}
+
+fn child_sees_what_its_parent_block_wrote_before_the_launch() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let n = r.usize(1..40_000);
+    for cfg in shapes(&mut r, n) {
+        // The shortest buffer sets n; the others are longer by a random amount.
+        let extra = r.usize(0..100);
+        let src_h = random_f32(&mut r, n + extra);
+        let extra = r.usize(0..100);
+        let stage_h = random_f32(&mut r, n + extra);
+        let out_h = random_f32(&mut r, n);
+        let src = DeviceBuffer::from_slice(&src_h).unwrap();
+        let mut stage = DeviceBuffer::from_slice(&stage_h).unwrap();
+        let mut out = DeviceBuffer::from_slice(&out_h).unwrap();
+        let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+        kernels::cdp::cdp_child_sees_parent(&s, &cfg, &src, &mut stage, &mut out, &mut failures)
+            .unwrap();
+        s.synchronize().unwrap();
+        let (mut want_stage, mut want_out) = (stage_h.clone(), out_h.clone());
+        for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+            for j in 0..count {
+                want_stage[begin + j] = 2.0 * src_h[begin + j] + 1.0;
+                // Written by another thread of the parent block than the launching one.
+                want_out[begin + j] = 2.0 * src_h[begin + count - 1 - j] + 1.0;
+            }
+        }
+        let what = format!("n {n}, grid {:?}, block {:?}", cfg.grid, cfg.block);
+        assert_eq!(failures.to_vec().unwrap(), [0], "{what}: refused launches");
+        assert_same(
+            &format!("{what}: stage"),
+            &stage.to_vec().unwrap(),
+            &want_stage,
+        );
+        assert_same(
+            &format!("{what}: child output"),
+            &out.to_vec().unwrap(),
+            &want_out,
+        );
+    }
+}
+
+/// v = src * 33 + 1, then v = v * 33 + k for k in 2..=steps (wrapping).
+fn steps_reference(x: u32, steps: u32) -> u32 {
+    (1..=steps).fold(x, |v, k| v.wrapping_mul(33).wrapping_add(k))
+}
+
+fn launches_into_one_stream_from_one_block_run_in_order() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    for named in [false, true] {
+        let n = r.usize(1..30_000);
+        for cfg in shapes(&mut r, n).into_iter().step_by(2) {
+            let steps = r.u32(2..=16);
+            let extra = r.usize(0..50);
+            let src_h = random_u32(&mut r, n + extra);
+            let out_h = random_u32(&mut r, n);
+            let src = DeviceBuffer::from_slice(&src_h).unwrap();
+            let mut out = DeviceBuffer::from_slice(&out_h).unwrap();
+            let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+            kernels::cdp::cdp_in_order(&s, &cfg, &src, &mut out, steps, named, &mut failures)
+                .unwrap();
+            s.synchronize().unwrap();
+            let mut want = out_h.clone();
+            for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+                for i in begin..begin + count {
+                    want[i] = steps_reference(src_h[i], steps);
+                }
+            }
+            let what = format!(
+                "{} stream, {steps} steps, n {n}, grid {:?}, block {:?}",
+                if named {
+                    "a created"
+                } else {
+                    "the block's implicit"
+                },
+                cfg.grid,
+                cfg.block
+            );
+            assert_eq!(failures.to_vec().unwrap(), [0], "{what}: refused launches");
+            assert_same(&what, &out.to_vec().unwrap(), &want);
+        }
+    }
+}
+
+/// The mixing of `cdp_mix_child`.
+fn mix(x: u32, salt: u32, rounds: u32) -> u32 {
+    (0..rounds).fold(x, |v, _| {
+        (v ^ salt).wrapping_mul(2654435761).wrapping_add(v >> 13)
+    })
+}
+
+fn children_in_two_named_streams_both_complete() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let n = r.usize(1..20_000);
+    for cfg in shapes(&mut r, n).into_iter().step_by(3) {
+        let rounds = r.u32(1..300);
+        let extra = r.usize(0..50);
+        let src_h = random_u32(&mut r, n + extra);
+        let extra = r.usize(0..50);
+        let a_h = random_u32(&mut r, n + extra);
+        let b_h = random_u32(&mut r, n);
+        let src = DeviceBuffer::from_slice(&src_h).unwrap();
+        let mut a = DeviceBuffer::from_slice(&a_h).unwrap();
+        let mut b = DeviceBuffer::from_slice(&b_h).unwrap();
+        let mut times = DeviceBuffer::from_slice(&[u64::MAX, 0, u64::MAX, 0]).unwrap();
+        let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+        kernels::cdp::cdp_two_streams(
+            &s,
+            &cfg,
+            &src,
+            &mut a,
+            &mut b,
+            rounds,
+            &mut times,
+            &mut failures,
+        )
+        .unwrap();
+        s.synchronize().unwrap();
+        let (mut want_a, mut want_b) = (a_h.clone(), b_h.clone());
+        for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+            for i in begin..begin + count {
+                want_a[i] = mix(src_h[i], 1, rounds);
+                want_b[i] = mix(src_h[i], 2, rounds);
+            }
+        }
+        let what = format!(
+            "{rounds} rounds, n {n}, grid {:?}, block {:?}",
+            cfg.grid, cfg.block
+        );
+        assert_eq!(failures.to_vec().unwrap(), [0], "{what}: refused launches");
+        assert_same(
+            &format!("{what}: first stream"),
+            &a.to_vec().unwrap(),
+            &want_a,
+        );
+        assert_same(
+            &format!("{what}: second stream"),
+            &b.to_vec().unwrap(),
+            &want_b,
+        );
+        let t = times.to_vec().unwrap();
+        // Both streams' children ran and recorded a start no later than their end.
+        assert!(
+            t[0] <= t[1] && t[2] <= t[3] && t[1] > 0 && t[3] > 0,
+            "{what}: times {t:?}"
+        );
+        // An observation, not a rule: whether the two streams' grids overlapped in time.
+        let overlap = t[1].min(t[3]) as i128 - t[0].max(t[2]) as i128;
+        eprintln!("{what}: the streams' grids overlapped for {overlap} ns (negative: apart)");
+    }
+}
+
+fn tail_launch_sees_the_children_writes_and_is_part_of_the_launch() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let n = r.usize(1..40_000);
+    for cfg in shapes(&mut r, n) {
+        let t = threads(&cfg);
+        let segs = segments(n, t, blocks(&cfg));
+        let all_segments = n.div_ceil(t);
+        // Fewer sums than segments, or more (the rest untouched).
+        let sums_len = match r.u8(0..3) {
+            0 => r.usize(1..=all_segments),
+            _ => all_segments + r.usize(0..20),
+        };
+        let extra = r.usize(0..50);
+        let src_h = random_u32(&mut r, n + extra);
+        let out_h = random_u32(&mut r, n);
+        let sums_h: Vec<u64> = (0..sums_len).map(|_| r.u64(..)).collect();
+        let src = DeviceBuffer::from_slice(&src_h).unwrap();
+        let mut out = DeviceBuffer::from_slice(&out_h).unwrap();
+        let mut sums = DeviceBuffer::from_slice(&sums_h).unwrap();
+        let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+        kernels::cdp::cdp_tail_sums(&s, &cfg, &src, &mut out, &mut sums, &mut failures).unwrap();
+        // Read in stream order, without synchronising first: the copy follows the whole launch,
+        // tail grid included.
+        let mut got_sums = vec![0u64; sums_len];
+        sums.copy_to_host_async(&mut got_sums, &s).unwrap();
+        s.synchronize().unwrap();
+        let mut want_out = out_h.clone();
+        for &(begin, count) in &segs {
+            for i in begin..begin + count {
+                want_out[i] = src_h[i].wrapping_mul(src_h[i]).wrapping_add(7);
+            }
+        }
+        // The tail sums every segment of out (children's writes where blocks ran, the old
+        // contents past the grid), for segments below sums_len.
+        let mut want_sums = sums_h.clone();
+        for (k, w) in want_sums.iter_mut().enumerate().take(all_segments) {
+            let (from, to) = (k * t, ((k + 1) * t).min(n));
+            *w = want_out[from..to].iter().map(|&x| x as u64).sum();
+        }
+        let what = format!(
+            "n {n}, {sums_len} sums, grid {:?}, block {:?}",
+            cfg.grid, cfg.block
+        );
+        assert_eq!(failures.to_vec().unwrap(), [0], "{what}: refused launches");
+        assert_same(
+            &format!("{what}: children"),
+            &out.to_vec().unwrap(),
+            &want_out,
+        );
+        assert_same(&format!("{what}: tail sums"), &got_sums, &want_sums);
+    }
+}
+
+fn preconditions_are_checked_before_launching() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let src = DeviceBuffer::from_slice(&random_u32(&mut r, 64)).unwrap();
+    let before = random_u32(&mut r, 64);
+    let mut out = DeviceBuffer::from_slice(&before).unwrap();
+    let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+    let cfg = LaunchConfig::new(1u32, 64u32);
+    let e =
+        kernels::cdp::cdp_in_order(&s, &cfg, &src, &mut out, 17, false, &mut failures).unwrap_err();
+    assert!(matches!(e, Error::KernelPrecondition { .. }), "{e}");
+    let mut b = DeviceBuffer::from_slice(&before).unwrap();
+    let mut times = DeviceBuffer::<u64>::zeroed(4).unwrap();
+    let e = kernels::cdp::cdp_two_streams(
+        &s,
+        &cfg,
+        &src,
+        &mut out,
+        &mut b,
+        100_001,
+        &mut times,
+        &mut failures,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::KernelPrecondition { .. }), "{e}");
+    s.synchronize().unwrap();
+    assert_same("nothing ran", &out.to_vec().unwrap(), &before);
+}
+
+/// `cudaLimitDevRuntimePendingLaunchCount`: set and read back; then, with a small pool and many
+/// launching blocks, every block either ran its child (its segment is right) or counted a
+/// refused launch (its segment is untouched): never a wrong or partial answer.
+fn pending_launch_limit_is_honoured_or_reported() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    let original = dev.limit(Limit::DevRuntimePendingLaunchCount).unwrap();
+    eprintln!("pending launch limit: {original}");
+    dev.set_limit(Limit::DevRuntimePendingLaunchCount, 4096)
+        .unwrap();
+    assert!(dev.limit(Limit::DevRuntimePendingLaunchCount).unwrap() >= 4096);
+    dev.set_limit(Limit::DevRuntimePendingLaunchCount, 32)
+        .unwrap();
+    let small = dev.limit(Limit::DevRuntimePendingLaunchCount).unwrap();
+    let s = Stream::new().unwrap();
+    let n = 32 * 3000;
+    let cfg = LaunchConfig::new(3000u32, 32u32);
+    let src_h = random_f32(&mut r, n);
+    let out_h = random_f32(&mut r, n);
+    let src = DeviceBuffer::from_slice(&src_h).unwrap();
+    let mut stage = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut out = DeviceBuffer::from_slice(&out_h).unwrap();
+    let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+    let run =
+        kernels::cdp::cdp_child_sees_parent(&s, &cfg, &src, &mut stage, &mut out, &mut failures)
+            .and_then(|()| s.synchronize());
+    dev.set_limit(Limit::DevRuntimePendingLaunchCount, original)
+        .unwrap();
+    run.unwrap();
+    let got = out.to_vec().unwrap();
+    let mut untouched = 0;
+    for (begin, count) in segments(n, 32, 3000) {
+        let seg = &got[begin..begin + count];
+        if seg == &out_h[begin..begin + count] {
+            untouched += 1;
+            continue;
+        }
+        let want: Vec<f32> = (0..count)
+            .map(|j| 2.0 * src_h[begin + count - 1 - j] + 1.0)
+            .collect();
+        assert_same(&format!("segment at {begin}"), seg, &want);
+    }
+    let refused = failures.to_vec().unwrap()[0];
+    eprintln!("limit {small}: 3000 launching blocks, {refused} launches refused");
+    assert_eq!(refused as usize, untouched);
+}
