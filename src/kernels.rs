@@ -9,7 +9,8 @@
 //!
 //! The modules documented here are the kernels of the crate's examples. The crate also builds
 //! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
-//! this documentation and are not part of the API (they may change in any release); so is
+//! this documentation and are not part of the API (they may change in any release), as are
+//! `cdp` and `graph_cond` (below, "Kernels that launch kernels"); so is
 //! `launch_ex` (grid-stride `pdl_produce` and `pdl_consume`, correct for any shape, and
 //! `empty90`, built for `sm_90`; `pdl_consume` waits for the previous kernel in every thread
 //! before anything else, and declares it).
@@ -76,6 +77,29 @@
 //!   `data_len` and writes `hist` below `hist_len` only. On a device below compute capability
 //!   9.0 its wrapper fails with [`Error::ComputeCapability`](crate::Error::ComputeCapability)
 //!   before the module is loaded.
+//!
+//! # Kernels that launch kernels
+//!
+//! A kernel file marked `// cuda-runtime: device-runtime` calls the CUDA device runtime, so its
+//! module is loaded from an image linked ahead of time with NVIDIA's `libcudadevrt.a` (the
+//! separately licensed crate cuda-runtime-devrt, Cargo feature `device-runtime`, default), not
+//! from its PTX; without the feature its wrappers fail with
+//! [`Error::FeatureDisabled`](crate::Error::FeatureDisabled). Two such files, both hidden
+//! (kernels of the tests and examples, not API):
+//!
+//! * `cdp` (dynamic parallelism; `docs/dynamic-parallelism.md`): `cdp_child_sees_parent`,
+//!   `cdp_in_order` (`require steps <= 16`), `cdp_two_streams` (`require rounds <= 100000`) and
+//!   `cdp_tail_sums`. Each takes the smallest of its buffers' lengths as `n`, gives each block
+//!   the segment of `n` at its linear index (as many elements as the block has threads; blocks
+//!   past the end do nothing), and launches from thread (0, 0, 0) only children of the same file
+//!   (C++ `__global__` functions without `extern "C"`, so without host wrappers), each given
+//!   pointers into the block's segment and its length, or a tail grid bounded by `n` and the
+//!   output's length. Children's shapes are fixed by the parents, so every launch shape of a
+//!   parent is correct; a launch the device runtime refuses (its pending-launch pool full) is
+//!   counted in `failures[0]`, never silent. The launch's buffer uses cover the children and the
+//!   tail grid: a grid completes only after all the work it launched.
+//! * `graph_cond` (`cudaGraphSetConditional`): `cond_count_to` and `cond_set`, `unsafe` (a
+//!   conditional handle cannot be checked).
 //!
 //! # Extended launches
 //!
