@@ -146,8 +146,14 @@ fn launches_into_one_stream_from_one_block_run_in_order() {
     let mut r = rng();
     let s = Stream::new().unwrap();
     for named in [false, true] {
-        let n = r.usize(1..30_000);
-        for cfg in shapes(&mut r, n).into_iter().step_by(2) {
+        // Up to 16 launches per block: at most about 100 launching blocks, so that the launches
+        // stay within the default pool of 2048 pending ones.
+        let n = r.usize(1..6_000);
+        for cfg in shapes(&mut r, n)
+            .into_iter()
+            .filter(|c| threads(c) >= 64)
+            .step_by(2)
+        {
             let steps = r.u32(2..=16);
             let extra = r.usize(0..50);
             let src_h = random_u32(&mut r, n + extra);
@@ -190,7 +196,8 @@ fn mix(x: u32, salt: u32, rounds: u32) -> u32 {
 fn children_in_two_named_streams_both_complete() {
     let mut r = rng();
     let s = Stream::new().unwrap();
-    let n = r.usize(1..20_000);
+    // Two streams and two launches per block: at most about 250 launching blocks.
+    let n = r.usize(1..8_000);
     for cfg in shapes(&mut r, n).into_iter().step_by(3) {
         let rounds = r.u32(1..300);
         let extra = r.usize(0..50);
