@@ -190,11 +190,11 @@ impl Kernels {
             let arch =
                 kernel_sig::file_arch(&src_text).map_err(|e| format!("{shown}/{source}: {e}"))?;
             let device_runtime = kernel_sig::file_device_runtime(&src_text);
-            if device_runtime && self.linked_images.is_none() {
-                return Err(format!(
-                    "{shown}/{source} is marked `// cuda-runtime: device-runtime`: its kernels need NVIDIA's device runtime linked in ahead of time, which cuda-runtime-build does only for cuda-runtime's own kernels; remove the directive and load the PTX with `cuda_runtime::Module::from_ptx_with_device_runtime` (it links libcudadevrt.a from a CUDA toolkit at run time)"
-                ));
-            }
+            check_device_runtime(
+                &format!("{shown}/{source}"),
+                device_runtime,
+                self.linked_images.is_some(),
+            )?;
             let committed = kdir.join("ptx").join(format!("{stem}.ptx"));
             // nvcc when found; the committed PTX when it is not, or when it fails.
             let compiled = nvcc.as_ref().map(|(nvcc, extra)| {
@@ -302,6 +302,17 @@ impl Kernels {
     }
 }
 
+/// Refuses a device-runtime kernel file (`// cuda-runtime: device-runtime`) in a crate without
+/// linked images ([`Kernels::device_runtime_images`]: cuda-runtime's own kernels only).
+fn check_device_runtime(file: &str, device_runtime: bool, images: bool) -> Result<(), String> {
+    if device_runtime && !images {
+        return Err(format!(
+            "{file} is marked `// cuda-runtime: device-runtime`: its kernels need NVIDIA's device runtime linked in ahead of time, which cuda-runtime-build does only for cuda-runtime's own kernels; remove the directive and load the PTX with `cuda_runtime::Module::from_ptx_with_device_runtime` (it links libcudadevrt.a from a CUDA toolkit at run time)"
+        ));
+    }
+    Ok(())
+}
+
 fn is_rust_ident(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
@@ -387,6 +398,22 @@ pub fn sources_hash(dir: &Path, source: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_runtime_files_need_linked_images() {
+        let e = check_device_runtime("kernels/k.cu", true, false).unwrap_err();
+        assert!(
+            e.starts_with("kernels/k.cu is marked `// cuda-runtime: device-runtime`"),
+            "{e}"
+        );
+        assert!(e.contains("Module::from_ptx_with_device_runtime"), "{e}");
+        check_device_runtime("kernels/k.cu", true, true).unwrap();
+        check_device_runtime("kernels/k.cu", false, false).unwrap();
+        // Relocatable device code for those files only, as scripts/update-ptx compiles them.
+        assert!(nvcc_args(90, true).contains(&"-rdc=true".to_string()));
+        assert!(!nvcc_args(75, false).iter().any(|a| a.starts_with("-rdc")));
+        assert_eq!(nvcc_args(90, true)[0], "-ptx");
+    }
 
     #[test]
     fn module_names_must_be_identifiers() {
