@@ -80,6 +80,27 @@ mod tests {
                 header + u64::from_le_bytes(size) <= image.len() as u64,
                 "{stem}"
             );
+            // The entries (each a 16-bit kind, a 32-bit header size at 4, a 64-bit padded
+            // payload size at 8 and the architecture at 28) tile the declared size exactly, and
+            // are all machine code (kind 2, ELF; no PTX), one per architecture of ARCHS.
+            let (mut at, end) = (
+                16 + header as usize - 16,
+                header as usize + u64::from_le_bytes(size) as usize,
+            );
+            let mut archs = std::vec::Vec::new();
+            while at < end {
+                let word = |o: usize, n: usize| {
+                    image[at + o..at + o + n]
+                        .iter()
+                        .rev()
+                        .fold(0u64, |v, &b| v << 8 | b as u64)
+                };
+                assert_eq!(word(0, 2), 2, "{stem}: an entry that is not machine code");
+                archs.push(word(28, 4) as u32);
+                at += (word(4, 4) + word(8, 8)) as usize;
+            }
+            assert_eq!(at, end, "{stem}");
+            assert_eq!(archs, super::ARCHS, "{stem}");
             let hex = hash.trim_end();
             assert_eq!(hex.len(), 64, "{stem}");
             assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{stem}");
