@@ -84,7 +84,7 @@ mod tests {
             // payload size at 8 and the architecture at 28) tile the declared size exactly, and
             // are all machine code (kind 2, ELF; no PTX), one per architecture of ARCHS.
             let (mut at, end) = (
-                16 + header as usize - 16,
+                header as usize,
                 header as usize + u64::from_le_bytes(size) as usize,
             );
             let mut archs = std::vec::Vec::new();
