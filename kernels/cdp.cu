@@ -91,7 +91,8 @@ __global__ void cdp_step_child(const unsigned* src, unsigned* v, unsigned count,
 // (at most 16) children one after the other into one stream (the block's implicit stream, or,
 // with `named`, a stream it creates with cudaStreamNonBlocking and destroys after the launches);
 // child k computes v = v * 33 + k over the block's segment (v = src * 33 + 1 for k = 1), so
-// out = the steps applied in order, and any other order or overlap gives another result.
+// out = the steps applied in order, and any other order or overlap gives another result. After
+// a refused launch the block launches no further step (its segment is then incomplete).
 // cuda-runtime: require steps <= 16
 extern "C" __global__ void cdp_in_order(const unsigned* src, size_t src_len, unsigned* out,
                                         size_t out_len, unsigned steps, bool named,
@@ -107,7 +108,9 @@ extern "C" __global__ void cdp_in_order(const unsigned* src, size_t src_len, uns
   }
   for (unsigned k = 1; k <= steps; ++k) {
     cdp_step_child<<<cdp_grid(count), 128, 0, s>>>(src + begin, out + begin, count, k);
-    cdp_check(cudaGetLastError(), failures, failures_len);
+    cudaError_t e = cudaGetLastError();
+    cdp_check(e, failures, failures_len);
+    if (e != cudaSuccess) break;  // the later steps would build on a missing one
   }
   if (named) cudaStreamDestroy(s);
 }

@@ -17,9 +17,36 @@ crate::tests![
     launches_into_one_stream_from_one_block_run_in_order,
     children_in_two_named_streams_both_complete,
     tail_launch_sees_the_children_writes_and_is_part_of_the_launch,
-    preconditions_are_checked_before_launching;
-    exclusive: pending_launch_limit_is_honoured_or_reported,
+    preconditions_are_checked_before_launching,
+    hostile_shapes_stay_inside_the_views_in_a_child_process,
+    pending_launch_limit_in_a_child_process,
 ];
+
+/// Tests that run in a process of their own (see `main.rs`), under a watchdog: a device-side
+/// fault or hang there cannot take the other tests with it.
+pub const CHILDREN: &[(&str, fn())] = &[
+    ("cdp_hostile_shapes", hostile_shapes_stay_inside_the_views),
+    (
+        "cdp_pending_limit",
+        pending_launch_limit_is_honoured_or_reported,
+    ),
+];
+
+fn hostile_shapes_stay_inside_the_views_in_a_child_process() {
+    let out = crate::common::run_in_child_within(
+        "cdp_hostile_shapes",
+        std::time::Duration::from_secs(120),
+    );
+    assert!(out.contains("cdp hostile shapes passed"), "{out}");
+}
+
+fn pending_launch_limit_in_a_child_process() {
+    let out = crate::common::run_in_child_within(
+        "cdp_pending_limit",
+        std::time::Duration::from_secs(120),
+    );
+    assert!(out.contains("cdp pending limit passed"), "{out}");
+}
 
 /// The segments `(begin, count)` of the first `n` elements for blocks of `threads` threads, in a
 /// grid of `blocks` blocks.
@@ -58,7 +85,7 @@ fn threads(c: &LaunchConfig) -> usize {
     c.block.x as usize * c.block.y as usize * c.block.z as usize
 }
 
-fn blocks(c: &LaunchConfig) -> usize {
+fn blocks_of(c: &LaunchConfig) -> usize {
     c.grid.x as usize * c.grid.y as usize * c.grid.z as usize
 }
 
@@ -115,7 +142,7 @@ fn child_sees_what_its_parent_block_wrote_before_the_launch() {
             .unwrap();
         s.synchronize().unwrap();
         let (mut want_stage, mut want_out) = (stage_h.clone(), out_h.clone());
-        for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+        for (begin, count) in segments(n, threads(&cfg), blocks_of(&cfg)) {
             for j in 0..count {
                 want_stage[begin + j] = 2.0 * src_h[begin + j] + 1.0;
                 // Written by another thread of the parent block than the launching one.
@@ -165,7 +192,7 @@ fn launches_into_one_stream_from_one_block_run_in_order() {
                 .unwrap();
             s.synchronize().unwrap();
             let mut want = out_h.clone();
-            for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+            for (begin, count) in segments(n, threads(&cfg), blocks_of(&cfg)) {
                 for i in begin..begin + count {
                     want[i] = steps_reference(src_h[i], steps);
                 }
@@ -223,7 +250,7 @@ fn children_in_two_named_streams_both_complete() {
         .unwrap();
         s.synchronize().unwrap();
         let (mut want_a, mut want_b) = (a_h.clone(), b_h.clone());
-        for (begin, count) in segments(n, threads(&cfg), blocks(&cfg)) {
+        for (begin, count) in segments(n, threads(&cfg), blocks_of(&cfg)) {
             for i in begin..begin + count {
                 want_a[i] = mix(src_h[i], 1, rounds);
                 want_b[i] = mix(src_h[i], 2, rounds);
@@ -262,7 +289,7 @@ fn tail_launch_sees_the_children_writes_and_is_part_of_the_launch() {
     let n = r.usize(1..40_000);
     for cfg in shapes(&mut r, n) {
         let t = threads(&cfg);
-        let segs = segments(n, t, blocks(&cfg));
+        let segs = segments(n, t, blocks_of(&cfg));
         let all_segments = n.div_ceil(t);
         // Fewer sums than segments, or more (the rest untouched).
         let sums_len = match r.u8(0..3) {
@@ -339,6 +366,178 @@ fn preconditions_are_checked_before_launching() {
     assert_same("nothing ran", &out.to_vec().unwrap(), &before);
 }
 
+/// Guard elements on each side of every view.
+const PAD: usize = 64;
+
+/// A buffer of `len` random elements between random guards, and the view's range in it.
+fn guarded(r: &mut fastrand::Rng, len: usize) -> (Vec<u32>, std::ops::Range<usize>) {
+    (random_u32(r, len + 2 * PAD), PAD..PAD + len)
+}
+
+/// Every parent with every block shape of the launch tests' hostile list, small and large
+/// grids, and views of mismatched lengths (0 included) between guard elements: nothing outside
+/// a view changes, and inside every result is exact (or, for a launch the device runtime
+/// refused, counted in `failures`: then only its segment may be stale).
+fn hostile_shapes_stay_inside_the_views() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let blocks = [
+        (1u32, 1u32, 1u32),
+        (7, 3, 2),
+        (1024, 1, 1),
+        (32, 32, 1),
+        (1, 1, 64),
+    ];
+    let grids = [(1u32, 1u32, 1u32), (3, 2, 2), (700, 1, 1)];
+    let lengths = [
+        (0usize, 10usize),
+        (10, 0),
+        (1, 1),
+        (3000, 2500),
+        (2500, 3000),
+    ];
+    for block in blocks {
+        for grid in grids {
+            let cfg = LaunchConfig::new(grid, block);
+            let (t, nb) = (threads(&cfg), blocks_of(&cfg));
+            for (la, lb) in lengths {
+                let shape = format!("block {block:?} grid {grid:?} lengths {la} {lb}");
+                let n = la.min(lb);
+                let segs = segments(n, t, nb);
+                let (src_h, src_r) = guarded(&mut r, la);
+                let (out_h, out_r) = guarded(&mut r, lb);
+                let src = DeviceBuffer::from_slice(&src_h).unwrap();
+                let mut out = DeviceBuffer::from_slice(&out_h).unwrap();
+                let mut failures = DeviceBuffer::from_slice(&[0u32]).unwrap();
+                let in_view = |i: usize| src_h[src_r.start + i];
+
+                // In order, in the block's stream and a created one.
+                for named in [false, true] {
+                    out.copy_from_host(&out_h).unwrap();
+                    failures.copy_from_host(&[0]).unwrap();
+                    kernels::cdp::cdp_in_order(
+                        &s,
+                        &cfg,
+                        &src.slice(src_r.clone()).unwrap(),
+                        &mut out.slice_mut(out_r.clone()).unwrap(),
+                        3,
+                        named,
+                        &mut failures,
+                    )
+                    .unwrap();
+                    s.synchronize().unwrap();
+                    let mut want = out_h.clone();
+                    for &(b, c) in &segs {
+                        for i in b..b + c {
+                            want[out_r.start + i] = steps_reference(in_view(i), 3);
+                        }
+                    }
+                    check_or_refused(
+                        &format!("cdp_in_order {shape} named {named}"),
+                        &out.to_vec().unwrap(),
+                        &want,
+                        out_r.start,
+                        &segs,
+                        failures.to_vec().unwrap()[0],
+                    );
+                }
+
+                // Tail sums over the view, into a guarded view of sums.
+                out.copy_from_host(&out_h).unwrap();
+                failures.copy_from_host(&[0]).unwrap();
+                let sums_len = r.usize(0..8);
+                let sums_h: Vec<u64> = (0..sums_len + 2 * PAD).map(|_| r.u64(..)).collect();
+                let mut sums = DeviceBuffer::from_slice(&sums_h).unwrap();
+                kernels::cdp::cdp_tail_sums(
+                    &s,
+                    &cfg,
+                    &src.slice(src_r.clone()).unwrap(),
+                    &mut out.slice_mut(out_r.clone()).unwrap(),
+                    &mut sums.slice_mut(PAD..PAD + sums_len).unwrap(),
+                    &mut failures,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let mut want = out_h.clone();
+                for &(b, c) in &segs {
+                    for i in b..b + c {
+                        let x = in_view(i);
+                        want[out_r.start + i] = x.wrapping_mul(x).wrapping_add(7);
+                    }
+                }
+                let refused = failures.to_vec().unwrap()[0];
+                let got = out.to_vec().unwrap();
+                check_or_refused(
+                    &format!("cdp_tail_sums {shape}"),
+                    &got,
+                    &want,
+                    out_r.start,
+                    &segs,
+                    refused,
+                );
+                let got_sums = sums.to_vec().unwrap();
+                let mut want_sums = sums_h.clone();
+                for (k, w) in want_sums[PAD..PAD + sums_len]
+                    .iter_mut()
+                    .enumerate()
+                    .take(n.div_ceil(t))
+                {
+                    let (from, to) = (k * t, ((k + 1) * t).min(n));
+                    *w = got[out_r.start + from..out_r.start + to]
+                        .iter()
+                        .map(|&x| x as u64)
+                        .sum();
+                }
+                if refused == 0 {
+                    assert_same(
+                        &format!("cdp_tail_sums {shape}: sums"),
+                        &got_sums,
+                        &want_sums,
+                    );
+                } else {
+                    assert_same(
+                        &format!("cdp_tail_sums {shape}: guards"),
+                        &[&got_sums[..PAD], &got_sums[PAD + sums_len..]].concat(),
+                        &[&sums_h[..PAD], &sums_h[PAD + sums_len..]].concat(),
+                    );
+                }
+            }
+        }
+    }
+    println!("cdp hostile shapes passed");
+}
+
+/// `got` equals `want`, except that when `refused` launches were counted, up to that many
+/// segments (at `base`) may hold anything (the work of a refused launch is not done; the
+/// segment stays inside the view): everything else, guards included, must be exact.
+fn check_or_refused(
+    what: &str,
+    got: &[u32],
+    want: &[u32],
+    base: usize,
+    segs: &[(usize, usize)],
+    refused: u32,
+) {
+    if refused == 0 {
+        assert_same(what, got, want);
+        return;
+    }
+    let mut stale = 0;
+    let mut fixed = want.to_vec();
+    for &(b, c) in segs {
+        let r = base + b..base + b + c;
+        if got[r.clone()] != want[r.clone()] {
+            fixed[r.clone()].copy_from_slice(&got[r]);
+            stale += 1;
+        }
+    }
+    assert!(
+        stale <= refused as usize,
+        "{what}: {stale} stale segments, {refused} refused launches"
+    );
+    assert_same(what, got, &fixed);
+}
+
 /// `cudaLimitDevRuntimePendingLaunchCount`: set and read back; then, with a small pool and many
 /// launching blocks, every block either ran its child (its segment is right) or counted a
 /// refused launch (its segment is untouched): never a wrong or partial answer.
@@ -384,4 +583,5 @@ fn pending_launch_limit_is_honoured_or_reported() {
     let refused = failures.to_vec().unwrap()[0];
     eprintln!("limit {small}: 3000 launching blocks, {refused} launches refused");
     assert_eq!(refused as usize, untouched);
+    println!("cdp pending limit passed");
 }

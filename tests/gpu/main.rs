@@ -51,6 +51,7 @@ fn main() {
     if let Ok(name) = std::env::var(common::CHILD_VAR) {
         let child = launch::CHILDREN
             .iter()
+            .chain(dynamic_parallelism::CHILDREN)
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
             .chain(texture::CHILDREN)
