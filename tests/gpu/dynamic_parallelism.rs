@@ -442,6 +442,64 @@ fn hostile_shapes_stay_inside_the_views() {
                     );
                 }
 
+                // Two streams: both outputs the same view length; times in a guarded view of
+                // 0 to 5 elements (timed only from 4).
+                let (b_h, _) = guarded(&mut r, lb);
+                let mut b = DeviceBuffer::from_slice(&b_h).unwrap();
+                out.copy_from_host(&out_h).unwrap();
+                failures.copy_from_host(&[0]).unwrap();
+                let times_len = r.usize(0..6);
+                let mut times_h = vec![u64::MAX; times_len + 2 * PAD];
+                for (k, x) in times_h[PAD..PAD + times_len].iter_mut().enumerate() {
+                    *x = if k % 2 == 0 { u64::MAX } else { 0 };
+                }
+                let mut times = DeviceBuffer::from_slice(&times_h).unwrap();
+                kernels::cdp::cdp_two_streams(
+                    &s,
+                    &cfg,
+                    &src.slice(src_r.clone()).unwrap(),
+                    &mut out.slice_mut(out_r.clone()).unwrap(),
+                    &mut b.slice_mut(out_r.clone()).unwrap(),
+                    3,
+                    &mut times.slice_mut(PAD..PAD + times_len).unwrap(),
+                    &mut failures,
+                )
+                .unwrap();
+                s.synchronize().unwrap();
+                let refused = failures.to_vec().unwrap()[0];
+                for (salt, got, old) in [
+                    (1, out.to_vec().unwrap(), &out_h),
+                    (2, b.to_vec().unwrap(), &b_h),
+                ] {
+                    let mut want = old.clone();
+                    for &(sb, c) in &segs {
+                        for i in sb..sb + c {
+                            want[out_r.start + i] = mix(in_view(i), salt, 3);
+                        }
+                    }
+                    check_or_refused(
+                        &format!("cdp_two_streams {shape} stream {salt}"),
+                        &got,
+                        &want,
+                        out_r.start,
+                        &segs,
+                        refused,
+                    );
+                }
+                let got_times = times.to_vec().unwrap();
+                assert_same(
+                    &format!("cdp_two_streams {shape}: guards of times"),
+                    &[&got_times[..PAD], &got_times[PAD + times_len..]].concat(),
+                    &[&times_h[..PAD], &times_h[PAD + times_len..]].concat(),
+                );
+                if times_len < 4 {
+                    assert_same(
+                        &format!("cdp_two_streams {shape}: times untouched below 4"),
+                        &got_times,
+                        &times_h,
+                    );
+                }
+
                 // Tail sums over the view, into a guarded view of sums.
                 out.copy_from_host(&out_h).unwrap();
                 failures.copy_from_host(&[0]).unwrap();
