@@ -511,7 +511,9 @@ impl EmbeddedModule {
         self.name
     }
 
-    /// The PTX text.
+    /// The PTX text. For a module that uses the device runtime it is relocatable PTX
+    /// (`-rdc=true`), which the driver cannot load without linking NVIDIA's device runtime
+    /// library in: the module is loaded from [`linked_image`](Self::linked_image) instead.
     pub fn ptx(&self) -> &'static str {
         self.ptx
     }
