@@ -448,8 +448,13 @@ impl EmbeddedModule {
     /// A module of the crate's kernels that use the device runtime, loaded from `fatbin` (linked
     /// with it ahead of time; machine code for `archs`, none older than `arch`). Used by the
     /// generated code: the image is the crate's own, built by the pinned nvcc and checked in CI.
+    ///
+    /// # Safety
+    /// `fatbin` is a well-formed fat binary as nvcc writes them (the driver follows the sizes and
+    /// offsets inside it unchecked when the module is loaded, by safe calls such as
+    /// [`EmbeddedKernel::function`]), with machine code for each architecture of `archs`.
     #[doc(hidden)]
-    pub const fn linked(
+    pub const unsafe fn linked(
         name: &'static str,
         ptx: &'static str,
         arch: u32,
@@ -545,10 +550,10 @@ impl EmbeddedModule {
             Image::Linked { fatbin, archs } => {
                 check_linked(self.name, archs, a.dev.ordinal, limits.compute_capability)?;
                 check_fatbin(fatbin, self.name)?;
-                // SAFETY: the crate's own fat binary (cuda-runtime-devrt), written by the pinned
-                // nvcc from the crate's kernels and NVIDIA's device runtime, checked byte for
-                // byte in CI, its sources' hash checked at compile time, and its header checked
-                // just now; well formed as nvcc writes them.
+                // SAFETY: a well-formed fat binary, the promise of `linked`'s caller (the
+                // generated code: the crate's own image in cuda-runtime-devrt, written by the
+                // pinned nvcc, checked byte for byte in CI and against the sources' hash at
+                // compile time); its header was checked just now.
                 unsafe { load_image(a, fatbin) }?
             }
         };

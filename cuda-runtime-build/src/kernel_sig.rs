@@ -1441,7 +1441,16 @@ pub fn generate_with(
             let _ = writeln!(o, "    #[cfg(feature = {feature:?})]");
             let _ = writeln!(
                 o,
-                "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked({stem:?}, PTX, {arch}, {krate}::{stem}::FATBIN, {krate}::ARCHS);"
+                "    // SAFETY: the crate's own image of this file, written by the pinned nvcc"
+            );
+            let _ = writeln!(o, "    // (scripts/update-ptx), checked byte for byte in CI (scripts/check-ptx) and against");
+            let _ = writeln!(
+                o,
+                "    // the sources' hash above; machine code for each of ARCHS."
+            );
+            let _ = writeln!(
+                o,
+                "    pub static MODULE: crate::module::EmbeddedModule = unsafe {{ crate::module::EmbeddedModule::linked({stem:?}, PTX, {arch}, {krate}::{stem}::FATBIN, {krate}::ARCHS) }};"
             );
             let _ = writeln!(
                 o,
@@ -2051,7 +2060,8 @@ extern "C" __global__ void empty() {}
         assert!(code.contains(&format!(
             "const _: () = assert!(crate::module::same_sources_hash(::images::dp::SOURCES_SHA256, \"{hash}\")"
         )));
-        assert!(code.contains("#[cfg(feature = \"devrt\")]\n    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked(\"dp\", PTX, 75, ::images::dp::FATBIN, ::images::ARCHS);"));
+        assert!(code.contains("    pub static MODULE: crate::module::EmbeddedModule = unsafe { crate::module::EmbeddedModule::linked(\"dp\", PTX, 75, ::images::dp::FATBIN, ::images::ARCHS) };"));
+        assert!(code.contains("#[cfg(feature = \"devrt\")]\n    // SAFETY: "));
         assert!(code.contains("#[cfg(not(feature = \"devrt\"))]\n    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked_disabled(\"dp\", PTX, 75, \"devrt\");"));
         assert!(code.contains("pub fn p(stream: &crate::Stream"));
         assert!(!code.contains("fn child"));
