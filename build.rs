@@ -8,7 +8,10 @@ fn main() {
         // The generated code is compiled inside this crate.
         .crate_path("crate")
         // Kernels for the crate's tests, benchmarks and demonstrations: not API.
-        .hidden(&["faults", "graph_cond", "launch_ex", "params", "spin"])
+        .hidden(&["cdp", "faults", "graph_cond", "launch_ex", "params", "spin"])
+        // Files marked `// cuda-runtime: device-runtime` load their images linked with the
+        // device runtime, from cuda-runtime-devrt (feature `device-runtime`).
+        .device_runtime_images("::cuda_runtime_devrt", "device-runtime")
         .regenerate_hint("scripts/install-nvcc && scripts/update-ptx")
         .build();
 }

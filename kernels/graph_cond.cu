@@ -1,6 +1,8 @@
 // Kernels for conditional graph nodes. `cudaGraphSetConditional` lives in the device runtime
-// library, so this PTX loads through `Module::from_ptx_with_device_runtime` (linked with
-// libcudadevrt), not through the generated wrappers.
+// library: this file is linked with it ahead of time (the cuda-runtime-devrt crate's image), and
+// its generated wrappers load that image.
+//
+// cuda-runtime: device-runtime
 
 // The body of a while node that runs `limit` times (at least once): every element of `data`
 // gets 1 added, then thread (0, 0, 0) counts the run in counter[0] and sets the node's

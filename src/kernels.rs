@@ -9,7 +9,8 @@
 //!
 //! The modules documented here are the kernels of the crate's examples. The crate also builds
 //! kernels for its own tests and benchmarks (`faults`, `params`, `spin`); they are hidden from
-//! this documentation and are not part of the API (they may change in any release); so is
+//! this documentation and are not part of the API (they may change in any release), as are
+//! `cdp` and `graph_cond` (below, "Kernels that launch kernels"); so is
 //! `launch_ex` (grid-stride `pdl_produce` and `pdl_consume`, correct for any shape, and
 //! `empty90`, built for `sm_90`; `pdl_consume` waits for the previous kernel in every thread
 //! before anything else, and declares it).
@@ -76,6 +77,29 @@
 //!   `data_len` and writes `hist` below `hist_len` only. On a device below compute capability
 //!   9.0 its wrapper fails with [`Error::ComputeCapability`](crate::Error::ComputeCapability)
 //!   before the module is loaded.
+//!
+//! # Kernels that launch kernels
+//!
+//! A kernel file marked `// cuda-runtime: device-runtime` calls the CUDA device runtime, so its
+//! module is loaded from an image linked ahead of time with NVIDIA's `libcudadevrt.a` (the
+//! separately licensed crate cuda-runtime-devrt, Cargo feature `device-runtime`, default), not
+//! from its PTX; without the feature its wrappers fail with
+//! [`Error::FeatureDisabled`](crate::Error::FeatureDisabled). Two such files, both hidden
+//! (kernels of the tests and examples, not API):
+//!
+//! * `cdp` (dynamic parallelism; `docs/dynamic-parallelism.md`): `cdp_child_sees_parent`,
+//!   `cdp_in_order` (`require steps <= 16`), `cdp_two_streams` (`require rounds <= 100000`) and
+//!   `cdp_tail_sums`. Each takes the smallest of its buffers' lengths as `n`, gives each block
+//!   the segment of `n` at its linear index (as many elements as the block has threads; blocks
+//!   past the end do nothing), and launches from thread (0, 0, 0) only children of the same file
+//!   (C++ `__global__` functions without `extern "C"`, so without host wrappers), each given
+//!   pointers into the block's segment and its length, or a tail grid bounded by `n` and the
+//!   output's length. Children's shapes are fixed by the parents, so every launch shape of a
+//!   parent is correct; a launch the device runtime refuses (its pending-launch pool full) is
+//!   counted in `failures[0]`, never silent. The launch's buffer uses cover the children and the
+//!   tail grid: a grid completes only after all the work it launched.
+//! * `graph_cond` (`cudaGraphSetConditional`): `cond_count_to` and `cond_set`, `unsafe` (a
+//!   conditional handle cannot be checked).
 //!
 //! # Extended launches
 //!
@@ -256,6 +280,12 @@ mod tests {
             ("empty90", &[]),
             ("pdl_produce", &[]),
             ("pdl_consume", &[]),
+            // Device runtime: children get pointers into the parent block's segment and its
+            // length (see the module docs, "Kernels that launch kernels").
+            ("cdp_child_sees_parent", &[]),
+            ("cdp_in_order", &["steps <= 16"]),
+            ("cdp_two_streams", &["rounds <= 100000"]),
+            ("cdp_tail_sums", &[]),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         let mut seen = Vec::new();
@@ -301,6 +331,102 @@ mod tests {
             }
         }
         assert_eq!(waiting, ["pdl_consume"]);
+        // Kernel files that use the device runtime, and every kernel their kernels may launch
+        // from the device (`__global__` functions without `extern "C"`: no host wrapper),
+        // audited with their parents.
+        let mut device_runtime = Vec::new();
+        let mut children = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("cu") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).unwrap();
+            if crate::kernel_sig::file_device_runtime(&src) {
+                device_runtime.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+            }
+            for line in src.lines() {
+                if let Some(rest) = line.trim().strip_prefix("__global__ void ") {
+                    children.push(rest.split('(').next().unwrap().trim().to_string());
+                }
+            }
+        }
+        device_runtime.sort();
+        children.sort();
+        assert_eq!(device_runtime, ["cdp", "graph_cond"]);
+        assert_eq!(
+            children,
+            [
+                "cdp_mix_child",
+                "cdp_reverse_child",
+                "cdp_square_child",
+                "cdp_step_child",
+                "cdp_sum_tail"
+            ]
+        );
+        assert!(super::cdp::MODULE.uses_device_runtime());
+        assert!(super::graph_cond::MODULE.uses_device_runtime());
+        assert!(!super::vector_add::MODULE.uses_device_runtime());
+    }
+
+    #[test]
+    fn device_runtime_kernels_declare_their_bounds() {
+        use super::cdp;
+        let c = cfg((3, 1, 1), (64, 1, 1), 0);
+        cdp::cdp_in_order_preconditions(&c, 16).unwrap();
+        cdp::cdp_in_order_preconditions(&c, 0).unwrap();
+        let e = cdp::cdp_in_order_preconditions(&c, 17).unwrap_err();
+        assert_eq!(
+            e,
+            Error::KernelPrecondition {
+                kernel: "cdp_in_order",
+                precondition: "steps <= 16".into(),
+                values: "steps = 17".into(),
+            }
+        );
+        cdp::cdp_two_streams_preconditions(&c, 100_000).unwrap();
+        let e = cdp::cdp_two_streams_preconditions(&c, u32::MAX).unwrap_err();
+        assert_eq!(
+            e,
+            Error::KernelPrecondition {
+                kernel: "cdp_two_streams",
+                precondition: "rounds <= 100000".into(),
+                values: format!("rounds = {}", u32::MAX),
+            }
+        );
+    }
+
+    /// With the feature, the device-runtime modules carry the image of cuda-runtime-devrt;
+    /// without it, their kernels fail with an error naming the feature, before any driver call.
+    #[test]
+    fn device_runtime_modules_load_the_linked_image_or_name_the_feature() {
+        use super::{cdp, graph_cond};
+        #[cfg(feature = "device-runtime")]
+        {
+            assert_eq!(
+                cdp::MODULE.linked_image().map(|i| i.as_ptr()),
+                Some(cuda_runtime_devrt::cdp::FATBIN.as_ptr())
+            );
+            assert_eq!(
+                graph_cond::MODULE.linked_image().map(|i| i.as_ptr()),
+                Some(cuda_runtime_devrt::graph_cond::FATBIN.as_ptr())
+            );
+            for m in [&cdp::MODULE, &graph_cond::MODULE] {
+                let image = m.linked_image().unwrap();
+                assert_eq!(
+                    crate::classify_image(image).unwrap(),
+                    crate::ImageKind::Fatbin
+                );
+            }
+        }
+        #[cfg(not(feature = "device-runtime"))]
+        {
+            assert!(cdp::MODULE.linked_image().is_none());
+            assert!(graph_cond::MODULE.linked_image().is_none());
+        }
+        // Either way the PTX is the relocatable one the wrappers were checked against.
+        assert!(cdp::PTX.contains(".extern .func"));
+        assert!(cdp::PTX.contains("__cudaCDP2LaunchDeviceV2"));
     }
 
     #[test]

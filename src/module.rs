@@ -335,15 +335,100 @@ pub fn classify_image(image: &[u8]) -> Result<ImageKind> {
     }
 }
 
-/// The PTX of one of the crate's kernel files, loaded on a device the first time one of its
-/// kernels is used there (as libcudart loads the kernels it registered), and kept until the
-/// device is reset.
+/// One of the crate's kernel files, loaded on a device the first time one of its kernels is used
+/// there (as libcudart loads the kernels it registered), and kept until the device is reset.
+///
+/// Most are loaded from their PTX. A file whose kernels use the CUDA device runtime (kernels
+/// that launch kernels, `cudaGraphSetConditional`) cannot be: the driver alone has no device
+/// runtime to link its PTX with. It is loaded instead from its image linked ahead of time with
+/// NVIDIA's `libcudadevrt.a` (`cuModuleLoadData` of a fat binary with machine code for each
+/// architecture family), which the separately licensed crate cuda-runtime-devrt holds; the Cargo
+/// feature `device-runtime` (default) brings it in, and without it such a module fails with
+/// [`Error::FeatureDisabled`].
 pub struct EmbeddedModule {
     name: &'static str,
     ptx: &'static str,
     /// The compute capability the PTX targets, `major * 10 + minor` (75 for `compute_75`).
     arch: u32,
+    image: Image,
     loaded: Mutex<Vec<(i32, u64, Raw<sys::CUmod_st>)>>,
+}
+
+/// What an [`EmbeddedModule`] is loaded from.
+#[derive(Clone, Copy)]
+enum Image {
+    /// Its PTX.
+    Ptx,
+    /// A fat binary linked with the device runtime, with machine code for `archs`.
+    Linked {
+        fatbin: &'static [u8],
+        archs: &'static [u32],
+    },
+    /// A device-runtime module whose image the crate was built without (`feature` disabled).
+    Disabled { feature: &'static str },
+}
+
+/// Whether two SHA-256 hashes in hexadecimal are the same, ignoring a line end after either (the
+/// `.sha256` files of cuda-runtime-devrt end with one): the generated code's compile-time check
+/// that a linked image was built from the current kernel sources.
+#[doc(hidden)]
+pub const fn same_sources_hash(recorded: &str, current: &str) -> bool {
+    const fn trimmed_len(s: &[u8]) -> usize {
+        let mut n = s.len();
+        while n > 0 && (s[n - 1] == b'\n' || s[n - 1] == b'\r') {
+            n -= 1;
+        }
+        n
+    }
+    let (a, b) = (recorded.as_bytes(), current.as_bytes());
+    let (n, m) = (trimmed_len(a), trimmed_len(b));
+    if n != m || n != 64 {
+        return false;
+    }
+    let mut i = 0;
+    while i < n {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The architecture of the machine code a device of compute capability `cc` runs from an
+/// image with code for `archs`: the newest of its major version at or below `cc` (a cubin runs
+/// on later minor versions of its major one).
+pub(crate) fn sass_for(archs: &[u32], cc: u32) -> Option<u32> {
+    archs
+        .iter()
+        .copied()
+        .filter(|&a| a / 10 == cc / 10 && a <= cc)
+        .max()
+}
+
+/// The error of a device-runtime module the crate was built without.
+fn feature_disabled(name: &str, feature: &'static str) -> Error {
+    Error::FeatureDisabled {
+        what: format!("kernel module {name}"),
+        feature,
+        reason: "its kernels use the CUDA device runtime, and their image linked with it (NVIDIA \
+                 object code, in the separately licensed crate cuda-runtime-devrt) was left out \
+                 of this build",
+    }
+}
+
+/// Refuses a linked image on a device none of its machine code runs on (the driver would fail
+/// with `CUDA_ERROR_NO_BINARY_FOR_GPU`; there is no PTX to fall back on).
+fn check_linked(name: &str, archs: &'static [u32], device: i32, found: u32) -> Result<()> {
+    match sass_for(archs, found) {
+        Some(_) => Ok(()),
+        None => Err(Error::NoDeviceImage {
+            what: format!("kernel module {name} (linked with the device runtime)"),
+            device,
+            found,
+            archs,
+        }),
+    }
 }
 
 impl EmbeddedModule {
@@ -355,7 +440,68 @@ impl EmbeddedModule {
             name,
             ptx,
             arch,
+            image: Image::Ptx,
             loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A module of the crate's kernels that use the device runtime, loaded from `fatbin` (linked
+    /// with it ahead of time; machine code for `archs`, none older than `arch`). Used by the
+    /// generated code: the image is the crate's own, built by the pinned nvcc and checked in CI.
+    ///
+    /// # Safety
+    /// `fatbin` is a well-formed fat binary as nvcc writes them (the driver follows the sizes and
+    /// offsets inside it unchecked when the module is loaded, by safe calls such as
+    /// [`EmbeddedKernel::function`]), with machine code for each architecture of `archs`.
+    #[doc(hidden)]
+    pub const unsafe fn linked(
+        name: &'static str,
+        ptx: &'static str,
+        arch: u32,
+        fatbin: &'static [u8],
+        archs: &'static [u32],
+    ) -> EmbeddedModule {
+        EmbeddedModule {
+            name,
+            ptx,
+            arch,
+            image: Image::Linked { fatbin, archs },
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A module of the crate's kernels that use the device runtime, in a build without the
+    /// Cargo `feature` that brings their image: using it fails with [`Error::FeatureDisabled`].
+    #[doc(hidden)]
+    pub const fn linked_disabled(
+        name: &'static str,
+        ptx: &'static str,
+        arch: u32,
+        feature: &'static str,
+    ) -> EmbeddedModule {
+        EmbeddedModule {
+            name,
+            ptx,
+            arch,
+            image: Image::Disabled { feature },
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether the module's kernels use the CUDA device runtime (their file is marked
+    /// `// cuda-runtime: device-runtime`): it is loaded from an image linked with it, not from
+    /// its PTX.
+    pub fn uses_device_runtime(&self) -> bool {
+        !matches!(self.image, Image::Ptx)
+    }
+
+    /// The image linked with the device runtime that the module is loaded from (a fat binary),
+    /// when it uses the device runtime and the crate was built with the feature
+    /// `device-runtime`.
+    pub fn linked_image(&self) -> Option<&'static [u8]> {
+        match self.image {
+            Image::Linked { fatbin, .. } => Some(fatbin),
+            _ => None,
         }
     }
 
@@ -370,7 +516,9 @@ impl EmbeddedModule {
         self.name
     }
 
-    /// The PTX text.
+    /// The PTX text. For a module that uses the device runtime it is relocatable PTX
+    /// (`-rdc=true`), which the driver cannot load without linking NVIDIA's device runtime
+    /// library in: the module is loaded from [`linked_image`](Self::linked_image) instead.
     pub fn ptx(&self) -> &'static str {
         self.ptx
     }
@@ -392,9 +540,23 @@ impl EmbeddedModule {
             a.dev.ordinal,
             limits.compute_capability,
         )?;
-        let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
-        // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
-        let m = unsafe { load_image(a, ptx.as_bytes_with_nul()) }?;
+        let m = match self.image {
+            Image::Ptx => {
+                let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
+                // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
+                unsafe { load_image(a, ptx.as_bytes_with_nul()) }?
+            }
+            Image::Disabled { feature } => return Err(feature_disabled(self.name, feature)),
+            Image::Linked { fatbin, archs } => {
+                check_linked(self.name, archs, a.dev.ordinal, limits.compute_capability)?;
+                check_fatbin(fatbin, self.name)?;
+                // SAFETY: a well-formed fat binary, the promise of `linked`'s caller (the
+                // generated code: the crate's own image in cuda-runtime-devrt, written by the
+                // pinned nvcc, checked byte for byte in CI and against the sources' hash at
+                // compile time); its header was checked just now.
+                unsafe { load_image(a, fatbin) }?
+            }
+        };
         // Entries of earlier (reset) contexts of this device are dead.
         loaded.retain(|&(d, _, _)| d != dev);
         loaded.push((dev, generation, Raw(m)));
@@ -2412,10 +2574,19 @@ pub(crate) fn devrt_candidates(env: impl Fn(&str) -> Option<String>) -> Vec<std:
 }
 
 impl Module {
-    /// Loads PTX that calls device-runtime functions (such as `cudaGraphSetConditional`, which
-    /// the PTX declares `.extern`), linked by the driver with NVIDIA's device runtime library
-    /// `libcudadevrt.a` from a CUDA toolkit (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`,
-    /// `cuLinkComplete`; libcudart's programs get the same from `nvcc -rdc=true`).
+    /// Loads PTX that calls device-runtime functions (such as `cudaGraphSetConditional`, or
+    /// kernel launches from device code, which `nvcc -rdc=true` PTX declares `.extern`), linked
+    /// by the driver with NVIDIA's device runtime library `libcudadevrt.a` from a CUDA toolkit
+    /// (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`, `cuLinkComplete`; libcudart's programs
+    /// get the same from `nvcc -rdc=true`).
+    ///
+    /// This is for your own PTX, on a machine that has the library (a CUDA toolkit, or the PyPI
+    /// package `nvidia-cuda-runtime`, whose `nvidia/cu13/lib/libcudadevrt.a` you can name in
+    /// `CUDA_RUNTIME_DEVRT`). The crate's own device-runtime kernels (`kernels::graph_cond`,
+    /// `kernels::cdp`) do not need it: they run from images linked ahead of time (feature
+    /// `device-runtime`). Without the library, link ahead of time yourself (`nvcc -rdc=true
+    /// -c`, then `nvcc -dlink -fatbin -lcudadevrt`) and load the result with
+    /// [`Module::from_image`].
     ///
     /// The library is looked for in `CUDA_RUNTIME_DEVRT` (the file), then under `CUDA_HOME`,
     /// `CUDA_PATH` and `/usr/local/cuda` (`lib64/`, `lib/`, `targets/x86_64-linux/lib/`). The
@@ -2539,7 +2710,79 @@ impl Module {
 
 #[cfg(test)]
 mod devrt_tests {
-    use super::devrt_candidates;
+    use super::{check_linked, devrt_candidates, feature_disabled, same_sources_hash, sass_for};
+    use crate::{Error, ErrorCode};
+
+    const ARCHS: &[u32] = &[75, 80, 90, 100, 120];
+
+    #[test]
+    fn linked_images_run_on_later_minor_versions_of_their_family_only() {
+        let cases = [
+            (75, Some(75)),
+            (80, Some(80)),
+            (86, Some(80)),
+            (87, Some(80)),
+            (89, Some(80)),
+            (90, Some(90)),
+            (100, Some(100)),
+            (103, Some(100)),
+            (120, Some(120)),
+            (121, Some(120)),
+            // Other families: no machine code, and no PTX to JIT.
+            (110, None),
+            (72, None),
+            (130, None),
+        ];
+        for (cc, want) in cases {
+            assert_eq!(sass_for(ARCHS, cc), want, "compute capability {cc}");
+        }
+        // A file built for sm_90 only has code from 9.0 on.
+        assert_eq!(sass_for(&[90, 100, 120], 89), None);
+        let e = check_linked("cdp", ARCHS, 1, 110).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+        assert_eq!(
+            e.to_string(),
+            "kernel module cdp (linked with the device runtime) has machine code for sm_75, \
+             sm_80, sm_90, sm_100, sm_120 only, none of which runs on device 1 (compute \
+             capability 11.0)"
+        );
+        check_linked("cdp", ARCHS, 0, 90).unwrap();
+    }
+
+    #[test]
+    fn a_build_without_the_feature_names_it() {
+        let e = feature_disabled("cdp", "device-runtime");
+        assert!(matches!(
+            e,
+            Error::FeatureDisabled {
+                feature: "device-runtime",
+                ..
+            }
+        ));
+        assert_eq!(e.code(), ErrorCode::NoKernelImageForDevice);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "kernel module cdp needs cuda-runtime's Cargo feature `device-runtime`, which \
+                 this build disabled"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("cuda-runtime-devrt"), "{msg}");
+    }
+
+    #[test]
+    fn source_hashes_compare_exactly_up_to_a_line_end() {
+        let h = "2443ec1d4dde80df8f2b4b14b180dd0f065c8f4f108d9f0716e1b96082eb80f5";
+        let other = "2443ec1d4dde80df8f2b4b14b180dd0f065c8f4f108d9f0716e1b96082eb80f6";
+        assert!(same_sources_hash(&format!("{h}\n"), h));
+        assert!(same_sources_hash(h, h));
+        assert!(same_sources_hash(&format!("{h}\r\n"), &format!("{h}\n")));
+        assert!(!same_sources_hash(other, h));
+        assert!(!same_sources_hash(&h[..63], &h[..63]), "not a SHA-256");
+        assert!(!same_sources_hash("", ""));
+        assert!(!same_sources_hash(&format!("{h} "), h));
+    }
 
     #[test]
     fn device_runtime_is_looked_for_in_the_env_file_then_toolkit_roots() {

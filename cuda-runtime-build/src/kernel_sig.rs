@@ -21,7 +21,13 @@
 //!   clusters). A file is compiled for the newest architecture any of its directives names
 //!   ([`file_arch`]; `compute_75` when none), so every kernel of that file needs it: keep such
 //!   kernels in a file of their own. On an older device, the generated wrappers fail with a
-//!   clear error before the module is loaded.
+//!   clear error before the module is loaded;
+//! * `device-runtime` (a line of its own anywhere in the file; it concerns the whole file): the
+//!   file's kernels call the CUDA device runtime (launch kernels, `cudaGraphSetConditional`). It
+//!   is compiled with relocatable device code (`-rdc=true`), and its wrappers load the image
+//!   linked ahead of time with NVIDIA's `libcudadevrt.a` ([`file_device_runtime`]). Only
+//!   cuda-runtime's own kernels have such images (in the cuda-runtime-devrt crate); the build
+//!   pipeline refuses the directive in other crates.
 //!
 //! The generated wrapper checks every precondition ([`Rule::holds`], in exact 128-bit
 //! arithmetic) before it borrows a buffer or launches, and refuses the launch with an error
@@ -393,6 +399,8 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
         for d in directives {
             if d == "unsafe" {
                 is_unsafe = true;
+            } else if d == DEVICE_RUNTIME {
+                // The whole file's ([`file_device_runtime`]).
             } else if d == WAITS_FOR_PREVIOUS {
                 waits_for_previous = true;
             } else if is_arch_directive(d) {
@@ -433,6 +441,36 @@ pub fn parse_kernels(src: &str) -> Result<Vec<Kernel>, String> {
 /// (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`) before it touches memory and
 /// before it exits: its wrapper accepts programmatic stream serialization.
 pub const WAITS_FOR_PREVIOUS: &str = "waits-for-previous-kernel";
+
+/// The directive of a kernel file whose kernels call the CUDA device runtime (see
+/// [`file_device_runtime`]).
+pub const DEVICE_RUNTIME: &str = "device-runtime";
+
+/// Whether a kernel file is marked `// cuda-runtime: device-runtime` on a line of its own (as
+/// `scripts/update-ptx` reads it): its kernels call the device runtime, so it is compiled with
+/// `-rdc=true` and its wrappers load the image linked ahead of time with `libcudadevrt.a`
+/// instead of its PTX (which the driver could not link alone).
+pub fn file_device_runtime(src: &str) -> bool {
+    src.lines().any(|line| {
+        line.trim()
+            .strip_prefix("//")
+            .and_then(|c| c.trim().strip_prefix(DIRECTIVE))
+            .is_some_and(|d| d.trim() == DEVICE_RUNTIME)
+    })
+}
+
+/// Where the generated code of a device-runtime kernel file finds its linked image.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkedImage<'a> {
+    /// The Rust path of the crate that holds the images (`::cuda_runtime_devrt`): a module per
+    /// kernel file with `FATBIN` and `SOURCES_SHA256`, and `ARCHS` at its root.
+    pub krate: &'a str,
+    /// The Cargo feature of the generated code's crate that enables that dependency.
+    pub feature: &'a str,
+    /// The SHA-256 of the file's sources (as the committed PTX's header records it), compared at compile
+    /// time with the one the image records.
+    pub sources_sha256: &'a str,
+}
 
 /// The architecture every CUDA version this crate supports can target: PTX for `compute_75`.
 pub const BASE_ARCH: u32 = 75;
@@ -1352,19 +1390,80 @@ pub fn generate(
     arch: u32,
     kernels: &[Kernel],
 ) -> Result<String, String> {
+    generate_with(stem, source, ptx_path, arch, kernels, None)
+}
+
+/// [`generate`], for a device-runtime kernel file when `image` is given: its module loads the
+/// linked image from `image.krate` when `image.feature` is enabled, and fails with
+/// `Error::FeatureDisabled` otherwise; a compile-time assertion checks that the image was built
+/// from the current sources.
+pub fn generate_with(
+    stem: &str,
+    source: &str,
+    ptx_path: &str,
+    arch: u32,
+    kernels: &[Kernel],
+    image: Option<&LinkedImage<'_>>,
+) -> Result<String, String> {
     let mut o = String::new();
     let _ = writeln!(o, "pub mod {stem} {{");
     let _ = writeln!(
         o,
         "    //! Kernels of `kernels/{source}`, with typed launch wrappers."
     );
-    let _ = writeln!(o, "    /// The module's PTX (compute_{arch}).");
-    let _ = writeln!(o, "    pub const PTX: &str = include_str!({ptx_path:?});");
-    let _ = writeln!(o, "    /// The module, loaded on each device on first use.");
-    let _ = writeln!(
-        o,
-        "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::new({stem:?}, PTX, {arch});"
-    );
+    match image {
+        None => {
+            let _ = writeln!(o, "    /// The module's PTX (compute_{arch}).");
+            let _ = writeln!(o, "    pub const PTX: &str = include_str!({ptx_path:?});");
+            let _ = writeln!(o, "    /// The module, loaded on each device on first use.");
+            let _ = writeln!(
+                o,
+                "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::new({stem:?}, PTX, {arch});"
+            );
+        }
+        Some(img) => {
+            let LinkedImage {
+                krate,
+                feature,
+                sources_sha256,
+            } = img;
+            let _ = writeln!(o, "    /// The module's relocatable PTX (compute_{arch}, `-rdc=true`): it calls the device");
+            let _ = writeln!(o, "    /// runtime, so the driver cannot load it alone; `MODULE` loads the linked image.");
+            let _ = writeln!(o, "    pub const PTX: &str = include_str!({ptx_path:?});");
+            let _ = writeln!(o, "    #[cfg(feature = {feature:?})]");
+            let _ = writeln!(
+                o,
+                "    const _: () = assert!(crate::module::same_sources_hash({krate}::{stem}::SOURCES_SHA256, {sources_sha256:?}), {:?});",
+                format!("the device-runtime image of kernels/{source} was built from other sources: run scripts/update-ptx")
+            );
+            let _ = writeln!(o, "    /// The module, loaded on each device on first use from the image linked ahead of time");
+            let _ = writeln!(o, "    /// with the device runtime (feature `{feature}`).");
+            let _ = writeln!(o, "    #[cfg(feature = {feature:?})]");
+            let _ = writeln!(
+                o,
+                "    // SAFETY: the crate's own image of this file, written by the pinned nvcc"
+            );
+            let _ = writeln!(o, "    // (scripts/update-ptx), checked byte for byte in CI (scripts/check-ptx) and against");
+            let _ = writeln!(
+                o,
+                "    // the sources' hash above; machine code for each of ARCHS."
+            );
+            let _ = writeln!(
+                o,
+                "    pub static MODULE: crate::module::EmbeddedModule = unsafe {{ crate::module::EmbeddedModule::linked({stem:?}, PTX, {arch}, {krate}::{stem}::FATBIN, {krate}::ARCHS) }};"
+            );
+            let _ = writeln!(
+                o,
+                "    /// The module: without the feature `{feature}` its kernels fail with"
+            );
+            let _ = writeln!(o, "    /// `Error::FeatureDisabled`.");
+            let _ = writeln!(o, "    #[cfg(not(feature = {feature:?}))]");
+            let _ = writeln!(
+                o,
+                "    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked_disabled({stem:?}, PTX, {arch}, {feature:?});"
+            );
+        }
+    }
     for k in kernels {
         check_convention(k)?;
         let sizes: Vec<String> = k.params.iter().map(|p| p.size().to_string()).collect();
@@ -1481,6 +1580,11 @@ pub fn generate(
             for r in &k.preconditions {
                 let _ = writeln!(o, "    /// - `{r}`");
             }
+        }
+        if let Some(img) = image {
+            let _ = writeln!(o, "    ///");
+            let _ = writeln!(o, "    /// Uses the CUDA device runtime: runs from the image linked ahead of time with it");
+            let _ = writeln!(o, "    /// (feature `{}`; without it the launch fails with `Error::FeatureDisabled`).", img.feature);
         }
         if arch > BASE_ARCH {
             let _ = writeln!(o, "    ///");
@@ -1926,6 +2030,46 @@ extern "C" __global__ void empty() {}
         assert!(code.contains("pub unsafe fn raw(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized), addr: u64, v: u32, p: u64)"));
         assert!(code.contains("pub fn empty(stream: &crate::Stream, config: &(impl crate::launch::Launch + ?Sized)) -> crate::Result<()>"));
         assert!(code.contains("[*mut ::core::ffi::c_void; 0] = []"));
+    }
+
+    #[test]
+    fn device_runtime_files_are_marked_and_generate_image_modules() {
+        let src = "// Launches.\n//   cuda-runtime:   device-runtime  \n\n// cuda-runtime: device-runtime\nextern \"C\" __global__ void p(float* o, size_t o_len) {}\n__global__ void child(float* o) {}\n";
+        assert!(file_device_runtime(src));
+        for not in [
+            "// cuda-runtime: device-runtime please\n",
+            "/* cuda-runtime: device-runtime */\n",
+            "int x; // cuda-runtime: device-runtime\n",
+            "// cuda-runtime: arch = sm_90\n",
+            "",
+        ] {
+            assert!(!file_device_runtime(not), "{not:?}");
+        }
+        // Accepted among a kernel's directives; children without extern "C" get no wrapper.
+        let k = parse_kernels(src).unwrap();
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].name, "p");
+        assert!(k[0].preconditions.is_empty());
+        let hash = "ab".repeat(32);
+        let img = LinkedImage {
+            krate: "::images",
+            feature: "devrt",
+            sources_sha256: &hash,
+        };
+        let code = generate_with("dp", "dp.cu", "/x/dp.ptx", 75, &k, Some(&img)).unwrap();
+        assert!(code.contains(&format!(
+            "const _: () = assert!(crate::module::same_sources_hash(::images::dp::SOURCES_SHA256, \"{hash}\")"
+        )));
+        assert!(code.contains("    pub static MODULE: crate::module::EmbeddedModule = unsafe { crate::module::EmbeddedModule::linked(\"dp\", PTX, 75, ::images::dp::FATBIN, ::images::ARCHS) };"));
+        assert!(code.contains("#[cfg(feature = \"devrt\")]\n    // SAFETY: "));
+        assert!(code.contains("#[cfg(not(feature = \"devrt\"))]\n    pub static MODULE: crate::module::EmbeddedModule = crate::module::EmbeddedModule::linked_disabled(\"dp\", PTX, 75, \"devrt\");"));
+        assert!(code.contains("pub fn p(stream: &crate::Stream"));
+        assert!(!code.contains("fn child"));
+        assert_eq!(code.matches("pub static MODULE").count(), 2);
+        // Without an image the module is the PTX's, as before.
+        let plain = generate("dp", "dp.cu", "/x/dp.ptx", 75, &k).unwrap();
+        assert!(plain.contains("crate::module::EmbeddedModule::new(\"dp\", PTX, 75);"));
+        assert!(!plain.contains("linked"));
     }
 
     const DECLARED: &str = r#"

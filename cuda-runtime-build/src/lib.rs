@@ -53,6 +53,12 @@
 //! //                                                launch accepted
 //! ```
 //!
+//! (cuda-runtime's own kernels may also mark a file `// cuda-runtime: device-runtime`: kernels
+//! that launch kernels, linked ahead of time with NVIDIA's device runtime into images of the
+//! separately licensed cuda-runtime-devrt crate. The directive is refused in other crates: load
+//! such PTX with `Module::from_ptx_with_device_runtime`, which links `libcudadevrt.a` from a CUDA
+//! toolkit at run time.)
+//!
 //! A file is compiled for `compute_75`, or for the newest architecture an `arch` directive in it
 //! names (so keep kernels that need sm_90 in a file of their own); its wrappers then fail with
 //! `Error::ComputeCapability` on an older GPU instead of failing to load the PTX.

@@ -14,13 +14,19 @@ const HASH_PREFIX: &str = "// cuda-runtime-sources-sha256: ";
 
 /// The nvcc options every kernel file is compiled with, for its architecture (`compute_75`, or
 /// what its `// cuda-runtime: arch = sm_NN` directives name: [`kernel_sig::file_arch`]).
-fn nvcc_args(arch: u32) -> [String; 4] {
-    [
+/// A file marked `// cuda-runtime: device-runtime` ([`kernel_sig::file_device_runtime`]) is
+/// compiled with relocatable device code (`-rdc=true`), as `scripts/update-ptx` does.
+fn nvcc_args(arch: u32, device_runtime: bool) -> Vec<String> {
+    let mut v = vec![
         "-ptx".into(),
         format!("-arch=compute_{arch}"),
         "-O3".into(),
         "-std=c++17".into(),
-    ]
+    ];
+    if device_runtime {
+        v.insert(1, "-rdc=true".into());
+    }
+    v
 }
 
 /// Builds a crate's kernels: see the [crate docs](crate).
@@ -39,6 +45,9 @@ pub struct Kernels {
     crate_path: String,
     hidden: Vec<String>,
     regenerate: Option<String>,
+    /// For device-runtime kernel files: the Rust path of the crate with the linked images, and
+    /// the Cargo feature that enables it.
+    linked_images: Option<(String, String)>,
 }
 
 impl Default for Kernels {
@@ -61,6 +70,7 @@ impl Kernels {
             crate_path: "cuda_runtime".into(),
             hidden: Vec::new(),
             regenerate: None,
+            linked_images: None,
         }
     }
 
@@ -96,6 +106,22 @@ impl Kernels {
     #[doc(hidden)]
     pub fn crate_path(mut self, path: impl Into<String>) -> Kernels {
         self.crate_path = path.into();
+        self
+    }
+
+    /// Where the generated code of device-runtime kernel files (`// cuda-runtime:
+    /// device-runtime`) finds their images linked ahead of time with the device runtime: the
+    /// Rust path of the crate holding them (`::cuda_runtime_devrt`, a module per file with
+    /// `FATBIN` and `SOURCES_SHA256`), enabled by the Cargo `feature` of the crate being built.
+    /// Only cuda-runtime's own kernels have such images; without this, a device-runtime file
+    /// is a build error.
+    #[doc(hidden)]
+    pub fn device_runtime_images(
+        mut self,
+        krate: impl Into<String>,
+        feature: impl Into<String>,
+    ) -> Kernels {
+        self.linked_images = Some((krate.into(), feature.into()));
         self
     }
 
@@ -163,11 +189,17 @@ impl Kernels {
                 .map_err(|e| tool_err(&format!("reading {shown}/{source}"), e))?;
             let arch =
                 kernel_sig::file_arch(&src_text).map_err(|e| format!("{shown}/{source}: {e}"))?;
+            let device_runtime = kernel_sig::file_device_runtime(&src_text);
+            check_device_runtime(
+                &format!("{shown}/{source}"),
+                device_runtime,
+                self.linked_images.is_some(),
+            )?;
             let committed = kdir.join("ptx").join(format!("{stem}.ptx"));
             // nvcc when found; the committed PTX when it is not, or when it fails.
             let compiled = nvcc.as_ref().map(|(nvcc, extra)| {
                 match Command::new(nvcc)
-                    .args(nvcc_args(arch))
+                    .args(nvcc_args(arch, device_runtime))
                     .args(extra)
                     .arg(kdir.join(source))
                     .arg("-o")
@@ -236,9 +268,24 @@ impl Kernels {
             for k in &kernels {
                 kernel_sig::check_against_ptx(k, &entries).map_err(at)?;
             }
-            let mut code =
-                kernel_sig::generate(stem, source, &ptx_out.display().to_string(), arch, &kernels)
-                    .map_err(at)?;
+            let linked =
+                self.linked_images
+                    .as_ref()
+                    .filter(|_| device_runtime)
+                    .map(|(krate, feature)| kernel_sig::LinkedImage {
+                        krate,
+                        feature,
+                        sources_sha256: &hash,
+                    });
+            let mut code = kernel_sig::generate_with(
+                stem,
+                source,
+                &ptx_out.display().to_string(),
+                arch,
+                &kernels,
+                linked.as_ref(),
+            )
+            .map_err(at)?;
             if self.crate_path != "crate" {
                 code = code.replace("crate::", &format!("{}::", self.crate_path));
             }
@@ -253,6 +300,17 @@ impl Kernels {
             .map_err(|e| tool_err(&format!("writing {}", file.display()), e))?;
         Ok(file)
     }
+}
+
+/// Refuses a device-runtime kernel file (`// cuda-runtime: device-runtime`) in a crate without
+/// linked images ([`Kernels::device_runtime_images`]: cuda-runtime's own kernels only).
+fn check_device_runtime(file: &str, device_runtime: bool, images: bool) -> Result<(), String> {
+    if device_runtime && !images {
+        return Err(format!(
+            "{file} is marked `// cuda-runtime: device-runtime`: its kernels need NVIDIA's device runtime linked in ahead of time, which cuda-runtime-build does only for cuda-runtime's own kernels; remove the directive and load the PTX with `cuda_runtime::Module::from_ptx_with_device_runtime` (it links libcudadevrt.a from a CUDA toolkit at run time)"
+        ));
+    }
+    Ok(())
 }
 
 fn is_rust_ident(s: &str) -> bool {
@@ -340,6 +398,22 @@ pub fn sources_hash(dir: &Path, source: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_runtime_files_need_linked_images() {
+        let e = check_device_runtime("kernels/k.cu", true, false).unwrap_err();
+        assert!(
+            e.starts_with("kernels/k.cu is marked `// cuda-runtime: device-runtime`"),
+            "{e}"
+        );
+        assert!(e.contains("Module::from_ptx_with_device_runtime"), "{e}");
+        check_device_runtime("kernels/k.cu", true, true).unwrap();
+        check_device_runtime("kernels/k.cu", false, false).unwrap();
+        // Relocatable device code for those files only, as scripts/update-ptx compiles them.
+        assert!(nvcc_args(90, true).contains(&"-rdc=true".to_string()));
+        assert!(!nvcc_args(75, false).iter().any(|a| a.starts_with("-rdc")));
+        assert_eq!(nvcc_args(90, true)[0], "-ptx");
+    }
 
     #[test]
     fn module_names_must_be_identifiers() {

@@ -592,8 +592,22 @@ CUresult cuGraphExecDestroy(void *e) {
   pthread_mutex_unlock(&gm);
   OK;
 }
-// Modules: any image loads; every function has six 8-byte parameters (as `vadd`).
-CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) { in_ctx("cuModuleLoadDataEx"); *m = (void *)make(); OK; }
+// Modules: any image loads; every function has six 8-byte parameters (as `vadd`). Fat binaries
+// (first word 0xBA55ED50) are counted, and the last one's address kept, for the harness's check
+// that the device-runtime kernels load their linked image.
+static uint64_t fatbin_loads, last_fatbin;
+uint64_t nulldrv_fatbin_loads(void) { return __atomic_load_n(&fatbin_loads, __ATOMIC_SEQ_CST); }
+uint64_t nulldrv_last_fatbin(void) { return __atomic_load_n(&last_fatbin, __ATOMIC_SEQ_CST); }
+CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) {
+  in_ctx("cuModuleLoadDataEx");
+  const unsigned char *b = img;
+  if (b && b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
+    __atomic_store_n(&last_fatbin, (uint64_t)img, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&fatbin_loads, 1, __ATOMIC_SEQ_CST);
+  }
+  *m = (void *)make();
+  OK;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { in_ctx("cuModuleGetFunction"); handle_ok((uint64_t)m, "cuModuleGetFunction (stale module)"); *f = (void *)make(); OK; }
 CUresult cuModuleUnload(void *m) { in_ctx("cuModuleUnload"); handle_ok((uint64_t)m, "cuModuleUnload (stale module)"); OK; }
 CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {

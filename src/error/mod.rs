@@ -409,6 +409,32 @@ pub enum Error {
         /// Its compute capability, as `major * 10 + minor`.
         found: u32,
     },
+    /// A kernel module the crate was built without: its kernels use the CUDA device runtime,
+    /// whose linked images come with the Cargo feature `device-runtime` (default), which this
+    /// build disabled (`cudaErrorNoKernelImageForDevice`: there is no image to load).
+    #[error("{what} needs cuda-runtime's Cargo feature `{feature}`, which this build disabled (default-features = false): {reason}")]
+    FeatureDisabled {
+        /// What needs it (e.g. `"kernel module cdp"`).
+        what: String,
+        /// The feature.
+        feature: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A kernel module linked ahead of time has no machine code the device can run: it holds
+    /// code for the architectures in `archs` and no PTX (`cudaErrorNoKernelImageForDevice`,
+    /// checked before the driver is asked to load it).
+    #[error("{what} has machine code for sm_{} only, none of which runs on device {device} (compute capability {}.{})", fmt_archs(.archs), .found / 10, .found % 10)]
+    NoDeviceImage {
+        /// What has no image (e.g. `"kernel module cdp (linked with the device runtime)"`).
+        what: String,
+        /// The device.
+        device: i32,
+        /// Its compute capability, as `major * 10 + minor`.
+        found: u32,
+        /// The architectures the image has code for, as `major * 10 + minor`.
+        archs: &'static [u32],
+    },
     /// `cudaGraphExecUpdate` refused to update an executable graph
     /// (`cudaErrorGraphExecUpdateFailure`); the executable is unchanged.
     #[error(
@@ -455,6 +481,14 @@ pub enum Error {
         /// The call.
         call: &'static str,
     },
+}
+
+fn fmt_archs(archs: &[u32]) -> String {
+    archs
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(", sm_")
 }
 
 fn fmt_version(v: i32) -> String {
@@ -512,6 +546,9 @@ impl Error {
             | Error::InvalidModuleImage { .. }
             | Error::ForeignGraphNode { .. } => ErrorCode::InvalidValue,
             Error::GraphExecUpdate { .. } => ErrorCode::GraphExecUpdateFailure,
+            Error::FeatureDisabled { .. } | Error::NoDeviceImage { .. } => {
+                ErrorCode::NoKernelImageForDevice
+            }
             Error::GraphInstantiate { code, .. } => *code,
             Error::WrongDevice { .. } | Error::DeviceMismatch { .. } => {
                 ErrorCode::InvalidResourceHandle

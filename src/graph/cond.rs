@@ -217,8 +217,14 @@ impl Graph {
     ///
     /// The value is set at the start of each launch to the handle's default (when it has one)
     /// and by device code through `cudaGraphSetConditional(handle, value)` in a kernel of the
-    /// graph (pass the handle as `KernelArg::from(handle)`; such PTX loads through
-    /// [`Module::from_ptx_with_device_runtime`](crate::Module::from_ptx_with_device_runtime)).
+    /// graph (pass the handle as `KernelArg::from(handle)`). The crate's own such kernels,
+    /// `kernels::graph_cond::COND_SET` and `COND_COUNT_TO` (their
+    /// [`function`](crate::EmbeddedKernel::function)), run from an image linked ahead of time
+    /// with the device runtime (feature `device-runtime`, default); your own PTX that calls
+    /// `cudaGraphSetConditional` loads through
+    /// [`Module::from_ptx_with_device_runtime`](crate::Module::from_ptx_with_device_runtime)
+    /// (a toolkit's `libcudadevrt.a` at run time) or, linked ahead of time, through
+    /// [`Module::from_image`](crate::Module::from_image).
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when `handle` is another graph's; the driver's error (a handle

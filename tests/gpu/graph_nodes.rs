@@ -11,7 +11,7 @@ use cuda_runtime::graph::{
 };
 use cuda_runtime::{
     copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
-    HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
+    Function, HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
 };
 
 crate::tests![
@@ -24,6 +24,7 @@ crate::tests![
     copy_3d_nodes_through_an_array_match_a_cpu_reference,
     if_nodes_follow_the_default_and_a_device_decision,
     while_node_runs_its_body_until_the_counter_reaches_the_limit,
+    while_node_with_the_device_runtime_linked_at_run_time,
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
     a_copy_cannot_bypass_the_while_body_check,
     while_bodies_of_child_graphs_only_are_refused,
@@ -545,16 +546,17 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
     assert_same("3-D copy node after the update", &got, &want);
 }
 
-/// The conditional kernels, linked with the device runtime (`cudaGraphSetConditional`).
-fn cond_module() -> Module {
-    Module::from_ptx_with_device_runtime(kernels::graph_cond::PTX).unwrap()
+/// A conditional kernel (`cudaGraphSetConditional`), from the crate's image linked ahead of
+/// time with the device runtime (cuda-runtime-devrt): no toolkit needed.
+fn cond_kernel(k: &'static cuda_runtime::EmbeddedKernel) -> Function {
+    assert!(kernels::graph_cond::MODULE.uses_device_runtime());
+    k.function().unwrap()
 }
 
 fn if_nodes_follow_the_default_and_a_device_decision() {
     let mut r = rng();
     let n = 3001;
-    let m = cond_module();
-    let set = m.function("cond_set").unwrap();
+    let set = cond_kernel(&kernels::graph_cond::COND_SET);
     let s = Stream::new().unwrap();
     for default in [Some(0u32), Some(1), None] {
         // With no default the value comes from the kernel before the node.
@@ -600,10 +602,19 @@ fn if_nodes_follow_the_default_and_a_device_decision() {
 }
 
 fn while_node_runs_its_body_until_the_counter_reaches_the_limit() {
+    while_node_counts(cond_kernel(&kernels::graph_cond::COND_COUNT_TO));
+}
+
+/// The same through the user API that links PTX with a toolkit's `libcudadevrt.a` at run time
+/// (`Module::from_ptx_with_device_runtime`; the GPU machine has a toolkit in /usr/local/cuda).
+fn while_node_with_the_device_runtime_linked_at_run_time() {
+    let m = Module::from_ptx_with_device_runtime(kernels::graph_cond::PTX).unwrap();
+    while_node_counts(m.function("cond_count_to").unwrap());
+}
+
+fn while_node_counts(step: Function) {
     let mut r = rng();
     let n = 10_007;
-    let m = cond_module();
-    let step = m.function("cond_count_to").unwrap();
     let limit = r.u32(1..60);
     let h0 = random_ints_f32(&mut r, n);
     let mut data = DeviceBuffer::from_slice(&h0).unwrap();

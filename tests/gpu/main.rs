@@ -13,6 +13,7 @@ mod capture;
 mod common;
 mod device;
 mod driver_errors;
+mod dynamic_parallelism;
 mod graph_nodes;
 mod graphs;
 mod host_chunks;
@@ -52,6 +53,7 @@ fn main() {
     if let Ok(name) = std::env::var(common::CHILD_VAR) {
         let child = launch::CHILDREN
             .iter()
+            .chain(dynamic_parallelism::CHILDREN)
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
             .chain(runtime_rest::CHILDREN)
@@ -90,6 +92,7 @@ fn main() {
         capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,
+        dynamic_parallelism::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,
         host_chunks::TESTS,

@@ -717,9 +717,50 @@ fn capture_phase() {
     }
 }
 
+/// The crate's device-runtime kernels (feature `device-runtime`, default) load their image
+/// linked ahead of time (a fat binary from cuda-runtime-devrt), not their relocatable PTX, and
+/// launch through the safe wrappers.
+fn device_runtime_checks() {
+    let before = null_driver_count("nulldrv_fatbin_loads");
+    let image = kernels::cdp::MODULE
+        .linked_image()
+        .expect("built with the device-runtime feature");
+    let s = Stream::new().unwrap();
+    let src = DeviceBuffer::from_slice(&[1u32; 256]).unwrap();
+    let mut out = DeviceBuffer::<u32>::new(256).unwrap();
+    let mut sums = DeviceBuffer::<u64>::new(1).unwrap();
+    let mut failures = DeviceBuffer::<u32>::new(1).unwrap();
+    kernels::cdp::cdp_tail_sums(
+        &s,
+        &LaunchConfig::new(1u32, 256u32),
+        &src,
+        &mut out,
+        &mut sums,
+        &mut failures,
+    )
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(null_driver_count("nulldrv_fatbin_loads"), before + 1);
+    assert_eq!(
+        null_driver_count("nulldrv_last_fatbin"),
+        image.as_ptr() as u64,
+        "the cdp module loaded another image than cuda-runtime-devrt's"
+    );
+    kernels::graph_cond::COND_SET.function().unwrap();
+    assert_eq!(
+        null_driver_count("nulldrv_last_fatbin"),
+        kernels::graph_cond::MODULE.linked_image().unwrap().as_ptr() as u64
+    );
+    // A PTX module is not a fat binary.
+    kernels::vector_add::VADD.function().unwrap();
+    assert_eq!(null_driver_count("nulldrv_fatbin_loads"), before + 2);
+    println!("null-driver harness: device-runtime checks passed");
+}
+
 fn main() {
     graph_checks();
     capture_phase();
+    device_runtime_checks();
     let secs: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
