@@ -596,6 +596,7 @@ fn wrap_graph(a: &Active, raw: sys::CUgraph, id: u64) -> Graph {
             mem: Mutex::new(super::mem::MemNodes::default()),
             root: None,
             bodies: Mutex::new(Vec::new()),
+            extra: Default::default(),
         }),
         _not_sync: PhantomData,
     }

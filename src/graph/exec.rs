@@ -19,6 +19,8 @@ use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
 use crate::stream::Stream;
 
+mod more;
+
 /// How [`Graph::instantiate_with`] instantiates (`cudaGraphInstantiateWithParams` flags).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InstantiateOptions<'s> {
@@ -434,6 +436,8 @@ impl GraphExec {
     }
 
     fn own_node(&self, node: GraphNode, call: &'static str) -> Result<sys::CUgraphNode> {
+        // A handle of a node destroyed in the source graph is refused before the driver sees it.
+        super::more::check_not_destroyed(&self.source, call, &[node])?;
         if node.graph == self.source.id {
             Ok(node.as_raw())
         } else {

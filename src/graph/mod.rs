@@ -62,7 +62,9 @@ mod cond;
 mod exec;
 mod keep;
 mod mem;
+mod more;
 mod nodes;
+mod user_object;
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -81,6 +83,8 @@ pub use exec::{GraphExec, InstantiateOptions};
 use keep::Bundle;
 pub(crate) use mem::{graph_mem_outside, GraphMemInner};
 pub use mem::{GraphMem, GraphMemAttribute};
+pub use more::{InstantiateFlags, KernelNodeParams, MemsetNodeParams};
+pub use user_object::UserObject;
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -109,6 +113,8 @@ pub(crate) struct GraphShared {
     /// checked at instantiation, see [`cond::ConditionalKind::While`]). Raw handles, not the
     /// bodies' `GraphShared`: those hold the root, and a cycle would leak both.
     bodies: Mutex<Vec<(bool, Raw<sys::CUgraph_st>)>>,
+    /// Destroyed node handles and the user objects retained by hand (see [`more`]).
+    extra: more::Extra,
 }
 
 impl GraphShared {
@@ -434,6 +440,7 @@ impl Graph {
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
                 bodies: Mutex::new(Vec::new()),
+                extra: Default::default(),
             }),
             _not_sync: PhantomData,
         }
@@ -455,6 +462,8 @@ impl Graph {
 
     /// Checks that each node belongs to this graph; their raw handles.
     fn raw_nodes(&self, call: &'static str, nodes: &[GraphNode]) -> Result<Vec<sys::CUgraphNode>> {
+        // A handle of a destroyed node is refused before the driver sees it.
+        more::check_not_destroyed(&self.shared, call, nodes)?;
         nodes
             .iter()
             .map(|n| {
@@ -503,6 +512,8 @@ impl Graph {
         match (r, obj) {
             (Ok(()), obj) => {
                 objects.extend(obj);
+                // A new node may reuse a destroyed node's address: the handle is live again.
+                self.shared.extra.revive(node as usize);
                 Ok(GraphNode {
                     raw: node as usize,
                     graph: self.shared.id,
