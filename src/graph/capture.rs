@@ -101,6 +101,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+mod deps;
+pub use deps::CaptureDependencies;
+
 use super::{host_node_trampoline, keep, Graph, GraphNode, GraphShared, HostNode, NEXT_GRAPH_ID};
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};

@@ -76,7 +76,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use capture::{
-    exchange_capture_mode, Capture, CaptureInfo, CaptureMode, CaptureModeGuard, CaptureStatus,
+    exchange_capture_mode, Capture, CaptureDependencies, CaptureInfo, CaptureMode,
+    CaptureModeGuard, CaptureStatus,
 };
 pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
