@@ -127,6 +127,29 @@ pub(crate) fn check_not_destroyed(
     Ok(())
 }
 
+/// A held graph lock.
+pub(crate) type ObjectsGuard<'g> =
+    parking_lot::MutexGuard<'g, Vec<crate::driver::Raw<sys::CUuserObject_st>>>;
+
+/// The locks of two graphs, taken in one global order (by address) so that two threads
+/// locking the same pair never wait for each other; one lock when they are the same graph.
+pub(crate) fn lock_pair<'g>(
+    x: &'g GraphShared,
+    y: &'g GraphShared,
+) -> (ObjectsGuard<'g>, Option<ObjectsGuard<'g>>) {
+    if std::ptr::eq(x, y) {
+        return (x.objects.lock(), None);
+    }
+    let (first, second) = if (x as *const GraphShared) < (y as *const GraphShared) {
+        (x, y)
+    } else {
+        (y, x)
+    };
+    let a = first.objects.lock();
+    let b = second.objects.lock();
+    (a, Some(b))
+}
+
 fn destroyed_node(call: &'static str, raw: usize) -> Error {
     Error::InvalidValue {
         what: call,
@@ -521,12 +544,7 @@ impl Graph {
             }
             let a = self.enter()?;
             a.expect_generation(clone.shared.generation, "graph")?;
-            let _l = self.shared.keeper().objects.lock();
-            let _c = if std::ptr::eq(clone.shared.keeper(), self.shared.keeper()) {
-                None
-            } else {
-                Some(clone.shared.keeper().objects.lock())
-            };
+            let _l = lock_pair(self.shared.keeper(), clone.shared.keeper());
             let mut out: sys::CUgraphNode = std::ptr::null_mut();
             // SAFETY: a live node of this graph and a live graph; valid out-parameter.
             a.check(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::super::keep::Token;
 use super::super::more::{
-    check_event, from_symbol_params, semaphore_parts, signal_params, to_symbol_params, wait_params,
-    InstantiateFlags,
+    check_event, from_symbol_params, lock_pair, semaphore_parts, signal_params, to_symbol_params,
+    wait_params, InstantiateFlags,
 };
 use super::super::Graph;
 use super::{GraphExec, GraphNode};
@@ -134,18 +134,16 @@ impl GraphExec {
             // The whole child graph is kept: its user objects keep what its nodes refer to.
             let token: Token = Box::new(child.shared.clone());
             let c = child.shared.raw.0;
-            let child_lock = child.shared.objects.lock();
-            let r = self.update_node(vec![(None, token)], |a, e| {
-                // SAFETY: live executable, node of its source graph, and live graph of this
-                // context (locked: not changed meanwhile); the child is kept by the
-                // accumulator.
-                a.check(
-                    unsafe { sys::cuGraphExecChildGraphNodeSetParams(e, raw, c) },
-                    "cuGraphExecChildGraphNodeSetParams",
-                )
-            });
-            drop(child_lock);
-            r
+            let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+            // Both graphs locked (in the global order): the child is not changed meanwhile.
+            let _l = lock_pair(&self.source, &child.shared);
+            self.acc.lock().keep(vec![(None, token)]);
+            // SAFETY: live executable, node of its source graph, and live graph of this
+            // context; the child is kept by the accumulator.
+            a.check(
+                unsafe { sys::cuGraphExecChildGraphNodeSetParams(self.raw.0, raw, c) },
+                "cuGraphExecChildGraphNodeSetParams",
+            )
         })())
     }
 
