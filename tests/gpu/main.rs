@@ -13,6 +13,7 @@ mod capture;
 mod common;
 mod device;
 mod driver_errors;
+mod graph_more;
 mod graph_nodes;
 mod graphs;
 mod host_chunks;
@@ -90,6 +91,7 @@ fn main() {
         capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,
+        graph_more::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,
         host_chunks::TESTS,
