@@ -1188,22 +1188,18 @@ impl Graph {
             };
             // Owned from here: dropped (destroyed) on any error below.
             let mut clone = Graph::from_parts(&a, copy);
-            let g = clone.shared.raw.0;
-            // SAFETY: the live clone; the buffer holds `n` nodes (or is null for the count).
-            let nodes = node_list(&a, "cuGraphGetNodes", 0, |p, n| unsafe {
-                sys::cuGraphGetNodes(g, p, n)
-            })?;
-            for n in nodes {
-                if raw_node_type(&a, n.as_raw())? == GraphNodeType::Conditional {
-                    return Err(Error::InvalidValue {
-                        what: CALL,
-                        value: "an embedded graph with conditional nodes".into(),
-                        reason: "copies of graphs with conditional nodes are not handed out \
-                                 (the crate could not check the while loops of their bodies)",
-                    });
-                }
-            }
+            let cond = has_conditional(&a, clone.shared.raw.0, 0);
+            // (Released before the clone can be dropped, which enters the context itself.)
             drop(a);
+            if cond? {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: "an embedded graph with conditional nodes".into(),
+                    reason: "copies of graphs with conditional nodes (at any depth) are not \
+                             handed out (the crate could not check the while loops of their \
+                             bodies)",
+                });
+            }
             // The driver copied the embedded graph's references to the clone; it takes its own
             // to everything the parent keeps as well (a superset), so keeping them never
             // depends on that.
@@ -1439,6 +1435,38 @@ impl Graph {
             Ok(p)
         }))
     }
+}
+
+/// Whether the live graph `g` holds a conditional node, itself or in an embedded child graph
+/// at any depth (`depth` levels down already).
+pub(crate) fn has_conditional(a: &Active, g: sys::CUgraph, depth: u32) -> Result<bool> {
+    if depth > 64 {
+        // Deeper nesting than any graph the crate can build: treated as "maybe".
+        return Ok(true);
+    }
+    // SAFETY: a live graph; the buffer holds `n` nodes (or is null for the count).
+    let nodes = node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+        sys::cuGraphGetNodes(g, p, n)
+    })?;
+    for n in nodes {
+        match raw_node_type(a, n.as_raw())? {
+            GraphNodeType::Conditional => return Ok(true),
+            GraphNodeType::ChildGraph => {
+                let mut child: sys::CUgraph = std::ptr::null_mut();
+                // SAFETY: a live child graph node of a live graph; valid out-parameter; the
+                // handle is only read.
+                a.check(
+                    unsafe { sys::cuGraphChildGraphNodeGetGraph(n.as_raw(), &mut child) },
+                    "cuGraphChildGraphNodeGetGraph",
+                )?;
+                if has_conditional(a, child, depth + 1)? {
+                    return Ok(true);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(false)
 }
 
 /// Checks an event for a node of a graph on `device`.

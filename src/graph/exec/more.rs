@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::super::keep::Token;
 use super::super::more::{
-    check_event, from_symbol_params, lock_pair, semaphore_parts, signal_params, to_symbol_params,
-    wait_params, InstantiateFlags,
+    check_event, from_symbol_params, has_conditional, lock_pair, semaphore_parts, signal_params,
+    to_symbol_params, wait_params, InstantiateFlags,
 };
 use super::super::Graph;
 use super::{GraphExec, GraphNode};
@@ -130,6 +130,18 @@ impl GraphExec {
                     value: "a graph with memory allocation or free nodes".into(),
                     reason: "child graphs cannot hold memory nodes",
                 });
+            }
+            {
+                let a = context::enter_handle(self.device, self.generation, "executable graph")?;
+                let _l = child.shared.objects.lock();
+                if has_conditional(&a, child.shared.raw.0, 0)? {
+                    return Err(Error::InvalidValue {
+                        what: CALL,
+                        value: "a graph with conditional nodes".into(),
+                        reason: "embedded graphs with conditional nodes are not updated (the \
+                                 crate could not check the while loops of the new bodies)",
+                    });
+                }
             }
             // The whole child graph is kept: its user objects keep what its nodes refer to.
             let token: Token = Box::new(child.shared.clone());
