@@ -28,6 +28,15 @@
 //!   the executable is dropped or updated as a whole (launches in flight may still use the old
 //!   parameters, so nothing is released earlier). The same buffer or function given again is
 //!   kept once; each new host closure is kept.
+//! * parameter changes of a node in a graph ([`Graph::set_kernel_node_params`], the memset,
+//!   copy, host, event and external-semaphore setters) give the new parameters a bundle of
+//!   their own; the old bundle stays with the graph until it is dropped (clones and
+//!   executables made before still use the old parameters). [`Graph::destroy_node`] likewise
+//!   leaves the node's bundle with the graph, and the destroyed node's handle is refused from
+//!   then on, so that it never reaches the driver;
+//! * [`UserObject`] offers the same mechanism for values of the caller's: a graph that
+//!   retains one ([`Graph::retain_user_object`]) keeps the value for its clones, executables
+//!   and launches.
 //!
 //! # What graphs refuse (for now)
 //!
