@@ -550,6 +550,26 @@ CUresult cuGraphDestroyNode(void *n) {
   pthread_mutex_unlock(&gm);
   return found ? 0 : 400;
 }
+static int node_type_of(uint64_t n) {
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == n) return nodes[i].type;
+  return -1;
+}
+CUresult cuGraphHostNodeSetParams(void *n, const void *p) {
+  in_ctx("cuGraphHostNodeSetParams");
+  pthread_mutex_lock(&gm);
+  if (node_is_dead((uint64_t)n)) bad("cuGraphHostNodeSetParams with a destroyed node");
+  int t = node_type_of((uint64_t)n);
+  pthread_mutex_unlock(&gm);
+  return t == 3 ? 0 : 1;
+}
+CUresult cuGraphMemsetNodeSetParams(void *n, const void *p) {
+  in_ctx("cuGraphMemsetNodeSetParams");
+  pthread_mutex_lock(&gm);
+  if (node_is_dead((uint64_t)n)) bad("cuGraphMemsetNodeSetParams with a destroyed node");
+  int t = node_type_of((uint64_t)n);
+  pthread_mutex_unlock(&gm);
+  return t == 2 ? 0 : 1;
+}
 CUresult cuGraphAddDependencies_v2(void *g, void **from, void **to, const void *e, size_t count) {
   in_ctx("cuGraphAddDependencies");
   pthread_mutex_lock(&gm);

@@ -1598,6 +1598,30 @@ mod tests {
     }
 
     #[test]
+    fn access_policy_windows_round_trip_through_the_attribute_union() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        use crate::AccessProperty::*;
+        let props = [Normal, Streaming, Persisting];
+        for _ in 0..100 {
+            let w = AccessPolicyWindow {
+                base: next() & 0x0000_7fff_ffff_ff00,
+                num_bytes: (next() % (1 << 27)) as usize,
+                hit_ratio: (next() % 1001) as f32 / 1000.0,
+                hit_prop: props[(next() % 3) as usize],
+                miss_prop: props[(next() % 3) as usize],
+            };
+            let v: sys::CUkernelNodeAttrValue = w.to_sys();
+            assert_eq!(AccessPolicyWindow::from_value(&v), w);
+        }
+    }
+
+    #[test]
     fn one_element_copies_to_and_from_variables() {
         let p = copy_1d(0x2000, 0x1000, 12);
         assert_eq!(

@@ -295,6 +295,30 @@ fn graph_checks() {
             "a destroyed node in an edge removal",
             g.remove_dependencies(&[a], &[b]),
         );
+        // Setters keep what they are given (released with the graph, checked at the end).
+        let c = calls.clone();
+        let h = g
+            .add_host_node(&[b], move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let c = calls.clone();
+        g.set_host_node_params(h, move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        invalid(
+            "a host closure for an empty node",
+            g.set_host_node_params(b, || {}),
+        );
+        let mut buf = DeviceBuffer::<u32>::new(32).unwrap();
+        let ms = g
+            .add_memset_node(&[], &mut buf, MemsetValue::U32(1))
+            .unwrap();
+        let mut buf2 = DeviceBuffer::<u32>::new(32).unwrap();
+        g.set_memset_node_params(ms, &mut buf2, MemsetValue::U32(2))
+            .unwrap();
+        drop((buf, buf2));
         struct Flag(Arc<AtomicBool>);
         impl Drop for Flag {
             fn drop(&mut self) {
