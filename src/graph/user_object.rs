@@ -41,9 +41,9 @@ use crate::error::{record, Error, Result};
 /// let mut g = Graph::new()?;
 /// g.retain_user_object(&obj)?;
 /// drop(obj); // the graph still holds a reference
-/// drop(g); // the last one: the value is queued and dropped at the next crate call
-/// cuda_runtime::Device::current()?.synchronize()?;
-/// assert!(dropped.load(Ordering::SeqCst));
+/// assert!(!dropped.load(Ordering::SeqCst));
+/// drop(g); // the last one: once the driver runs the destructor, the value is queued and
+///          // dropped by the next crate call
 /// # Ok(())
 /// # }
 /// ```
