@@ -150,6 +150,16 @@ pub(crate) fn lock_pair<'g>(
     (a, Some(b))
 }
 
+/// Under the graph's lock (which [`Graph::destroy_node`] holds while it destroys): refuses a
+/// node destroyed since an earlier [`check_not_destroyed`] (another thread's executable may
+/// check, then wait for the lock while the node is destroyed).
+pub(crate) fn still_live(shared: &GraphShared, node: GraphNode, call: &'static str) -> Result<()> {
+    if node.graph == shared.id && shared.extra.is_destroyed(node.raw) {
+        return Err(destroyed_node(call, node.raw));
+    }
+    Ok(())
+}
+
 fn destroyed_node(call: &'static str, raw: usize) -> Error {
     Error::InvalidValue {
         what: call,

@@ -54,7 +54,7 @@ impl GraphExec {
         check_event(self.device, event, call)?;
         let (_pin, ev) = event.pinned_raw()?;
         let token: Token = Box::new(event.clone());
-        self.update_node(vec![(None, token)], |a, e| {
+        self.update_node(node, vec![(None, token)], |a, e| {
             // SAFETY: live executable and node of its source graph; a live event of the
             // executable's device (pinned against a reset), kept by the accumulator.
             let r = unsafe {
@@ -149,6 +149,7 @@ impl GraphExec {
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             // Both graphs locked (in the global order): the child is not changed meanwhile.
             let _l = lock_pair(&self.source, &child.shared);
+            super::super::more::still_live(&self.source, node, CALL)?;
             self.acc.lock().keep(vec![(None, token)]);
             // SAFETY: live executable, node of its source graph, and live graph of this
             // context; the child is kept by the accumulator.
@@ -174,7 +175,7 @@ impl GraphExec {
             let raw = self.own_node(node, CALL)?;
             let (params, bundle) =
                 to_symbol_params(self.device, self.generation, symbol, src, CALL)?;
-            self.update_node(unkeyed_tokens(bundle), |a, e| {
+            self.update_node(node, unkeyed_tokens(bundle), |a, e| {
                 // SAFETY: live executable and node of its source graph; both sides live
                 // device memory of this context (checked), kept by the accumulator.
                 a.check(
@@ -200,7 +201,7 @@ impl GraphExec {
             let raw = self.own_node(node, CALL)?;
             let (params, bundle) =
                 from_symbol_params(self.device, self.generation, dst, symbol, CALL)?;
-            self.update_node(unkeyed_tokens(bundle), |a, e| {
+            self.update_node(node, unkeyed_tokens(bundle), |a, e| {
                 // SAFETY: as in `set_memcpy_node_to_symbol`.
                 a.check(
                     unsafe { sys::cuGraphExecMemcpyNodeSetParams(e, raw, &params, a.ctx_raw()) },
@@ -233,7 +234,7 @@ impl GraphExec {
                 paramsArray: params.as_ptr(),
                 numExtSems: raws.len() as u32,
             };
-            self.update_node(unkeyed_tokens(tokens), |a, e| {
+            self.update_node(node, unkeyed_tokens(tokens), |a, e| {
                 // SAFETY: live executable and node of its source graph; live semaphores of
                 // this context kept by the accumulator; the arrays live for the call.
                 a.check(
@@ -267,7 +268,7 @@ impl GraphExec {
                 paramsArray: params.as_ptr(),
                 numExtSems: raws.len() as u32,
             };
-            self.update_node(unkeyed_tokens(tokens), |a, e| {
+            self.update_node(node, unkeyed_tokens(tokens), |a, e| {
                 // SAFETY: as in `set_external_semaphores_signal_node_params`.
                 a.check(
                     unsafe { sys::cuGraphExecExternalSemaphoresWaitNodeSetParams(e, raw, &p) },
