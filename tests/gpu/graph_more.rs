@@ -101,7 +101,13 @@ fn node_queries_removal_and_find_in_clone() {
     let mut want = vec![k, set];
     want.sort_by_key(|n| n.as_raw() as usize);
     assert_eq!(roots, want);
+    let before = g.instantiate().unwrap();
+    assert!(before.node_enabled(set).unwrap());
     g.destroy_node(extra).unwrap();
+    // The executable made before keeps its copy, but the destroyed node cannot be named.
+    let err = before.node_enabled(extra).unwrap_err();
+    assert!(err.to_string().contains("destroyed"), "{err}");
+    drop(before);
     assert_eq!(g.nodes().unwrap().len(), 3);
     assert_eq!(g.dependents(cp).unwrap(), vec![]);
     let err = g.node_type(extra).unwrap_err();
