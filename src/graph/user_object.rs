@@ -3,7 +3,7 @@
 //! that may use it.
 
 use std::ffi::c_void;
-use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::Graph;
 use crate::context;
@@ -15,15 +15,16 @@ use crate::error::{record, Error, Result};
 /// [`Graph::retain_user_object`] (which the driver copies to clones and executables of the
 /// graph and holds for every launch in flight).
 ///
-/// Each handle owns one reference: [`Clone`] takes another (`cudaUserObjectRetain`), drop
-/// releases it (`cudaUserObjectRelease`). While a handle lives the value does, so
-/// [`get`](Self::get) borrows it.
+/// Each handle owns one reference: [`try_clone`](Self::try_clone) takes another
+/// (`cudaUserObjectRetain`), drop releases it (`cudaUserObjectRelease`). Each handle also
+/// shares the value itself, so [`get`](Self::get) never depends on the driver keeping it (a
+/// device reset, say, may end the driver's object early).
 ///
 /// The driver calls the destructor on a thread of its own where no CUDA call is allowed, so
 /// the value is not dropped there: it is handed to the crate's queue of deferred releases,
-/// and dropped by the next call of the crate that enters a device (on that calling thread,
-/// hence `T: Send`). A value whose drop makes CUDA calls (a buffer, say) is therefore safe
-/// here.
+/// and dropped by the next call of the crate that enters a device, on that calling thread
+/// (hence `T: Send`; `Sync` because handles on several threads share it). A value whose drop
+/// makes CUDA calls (a buffer, say) is therefore safe here.
 ///
 /// ```no_run
 /// use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,22 +48,14 @@ use crate::error::{record, Error, Result};
 /// # Ok(())
 /// # }
 /// ```
-pub struct UserObject<T: Send + 'static> {
+pub struct UserObject<T: Send + Sync + 'static> {
     raw: Raw<sys::CUuserObject_st>,
-    value: *const T,
+    value: Arc<T>,
     device: i32,
     generation: u64,
-    _owns: PhantomData<T>,
 }
 
-// SAFETY: the handle gives `&T` on any thread holding it (so `T: Sync` for sharing it, and for
-// sending it, since clones on several threads share the value); the value is dropped on a
-// user thread of the crate (`T: Send`). The driver object itself is thread-safe.
-unsafe impl<T: Send + Sync + 'static> Send for UserObject<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send + Sync + 'static> Sync for UserObject<T> {}
-
-impl<T: Send + 'static> std::fmt::Debug for UserObject<T> {
+impl<T: Send + Sync + 'static> std::fmt::Debug for UserObject<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UserObject")
             .field("raw", &self.raw.0)
@@ -72,22 +65,22 @@ impl<T: Send + 'static> std::fmt::Debug for UserObject<T> {
 }
 
 /// The destructor: hands the value to a user thread.
-unsafe extern "C" fn release_value<T: Send + 'static>(p: *mut c_void) {
+unsafe extern "C" fn release_value<T: Send + Sync + 'static>(p: *mut c_void) {
     // SAFETY: `p` came from `Box::into_raw` in `UserObject::new`, and the driver runs the
-    // destructor exactly once, after the last reference is released (so no handle can read
-    // the value any more).
-    let b = unsafe { Box::from_raw(p.cast::<T>()) };
+    // destructor exactly once.
+    let b = unsafe { Box::from_raw(p.cast::<Arc<T>>()) };
     context::defer_release(move || drop(b));
 }
 
-impl<T: Send + 'static> UserObject<T> {
+impl<T: Send + Sync + 'static> UserObject<T> {
     /// Moves `value` into a new user object on the current device, with one reference: this
     /// handle's (`cudaUserObjectCreate` with `cudaUserObjectNoDestructorSync`).
     #[doc(alias = "cudaUserObjectCreate")]
     pub fn new(value: T) -> Result<UserObject<T>> {
         record((|| {
             let a = context::enter_current()?;
-            let p = Box::into_raw(Box::new(value));
+            let value = Arc::new(value);
+            let p = Box::into_raw(Box::new(value.clone()));
             let mut obj: sys::CUuserObject = std::ptr::null_mut();
             // SAFETY: valid out-parameter; `p` is a live box that the destructor takes back
             // once; one initial reference; the only flag defined.
@@ -110,18 +103,16 @@ impl<T: Send + 'static> UserObject<T> {
             }
             Ok(UserObject {
                 raw: Raw(obj),
-                value: p,
+                value,
                 device: a.dev.ordinal,
                 generation: a.generation(),
-                _owns: PhantomData,
             })
         })())
     }
 
     /// The value.
     pub fn get(&self) -> &T {
-        // SAFETY: this handle owns a reference, so the destructor has not run.
-        unsafe { &*self.value }
+        &self.value
     }
 
     /// The raw handle (`cudaUserObject_t`).
@@ -146,16 +137,15 @@ impl<T: Send + 'static> UserObject<T> {
             )?;
             Ok(UserObject {
                 raw: self.raw,
-                value: self.value,
+                value: self.value.clone(),
                 device: self.device,
                 generation: self.generation,
-                _owns: PhantomData,
             })
         })())
     }
 }
 
-impl<T: Send + 'static> Drop for UserObject<T> {
+impl<T: Send + Sync + 'static> Drop for UserObject<T> {
     /// Releases this handle's reference (`cudaUserObjectRelease`).
     #[doc(alias = "cudaUserObjectRelease")]
     fn drop(&mut self) {
@@ -184,7 +174,10 @@ impl Graph {
     /// # Errors
     /// [`Error::DeviceMismatch`] for another device's object.
     #[doc(alias = "cudaGraphRetainUserObject")]
-    pub fn retain_user_object<T: Send + 'static>(&mut self, object: &UserObject<T>) -> Result<()> {
+    pub fn retain_user_object<T: Send + Sync + 'static>(
+        &mut self,
+        object: &UserObject<T>,
+    ) -> Result<()> {
         const CALL: &str = "cudaGraphRetainUserObject";
         record((|| {
             self.check_object(object, CALL)?;
@@ -210,7 +203,10 @@ impl Graph {
     /// [`Error::InvalidValue`] when this graph holds no such reference (references the crate
     /// takes for what nodes use are never released here); [`Error::DeviceMismatch`].
     #[doc(alias = "cudaGraphReleaseUserObject")]
-    pub fn release_user_object<T: Send + 'static>(&mut self, object: &UserObject<T>) -> Result<()> {
+    pub fn release_user_object<T: Send + Sync + 'static>(
+        &mut self,
+        object: &UserObject<T>,
+    ) -> Result<()> {
         const CALL: &str = "cudaGraphReleaseUserObject";
         record((|| {
             self.check_object(object, CALL)?;
@@ -243,7 +239,7 @@ impl Graph {
         })())
     }
 
-    fn check_object<T: Send + 'static>(
+    fn check_object<T: Send + Sync + 'static>(
         &self,
         object: &UserObject<T>,
         call: &'static str,
