@@ -360,6 +360,11 @@ impl ExternalSemaphore {
         })())
     }
 
+    /// The device and context generation it was imported in.
+    pub(crate) fn id(&self) -> (i32, u64) {
+        (self.track.device, self.track.generation)
+    }
+
     /// The kind it was imported as.
     pub fn kind(&self) -> ExternalSemaphoreKind {
         self.kind

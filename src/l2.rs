@@ -127,6 +127,34 @@ impl AccessPolicyWindow {
         Ok(())
     }
 
+    /// The window of an attribute value the driver wrote for the access-policy-window
+    /// attribute (of a stream, a launch or a graph kernel node: one union).
+    pub(crate) fn from_value(v: &sys::CUstreamAttrValue) -> AccessPolicyWindow {
+        // The window's fields, read as plain numbers through a mirror of its C layout (the
+        // properties are enumerations, never read here as Rust enums).
+        #[repr(C)]
+        struct RawWindow {
+            base: *mut std::ffi::c_void,
+            num_bytes: usize,
+            hit_ratio: f32,
+            hit: u32,
+            miss: u32,
+        }
+        // (The window member starts the union.)
+        let p = (v as *const sys::CUstreamAttrValue).cast::<RawWindow>();
+        // SAFETY: the union is at least as large as the window and starts with it; the
+        // driver wrote the window member, whose C layout `RawWindow` mirrors (pointer, size_t,
+        // float, two 32-bit enumerations); every field is plain data.
+        let w = unsafe { p.read() };
+        AccessPolicyWindow {
+            base: w.base as usize as u64,
+            num_bytes: w.num_bytes,
+            hit_ratio: w.hit_ratio,
+            hit_prop: AccessProperty::from_number(w.hit),
+            miss_prop: AccessProperty::from_number(w.miss),
+        }
+    }
+
     pub(crate) fn to_sys(self) -> sys::CUstreamAttrValue {
         // SAFETY: all-zero is a valid value of the attribute union (its padding member).
         let mut v: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };

@@ -136,6 +136,17 @@ impl<T: DeviceRepr> Symbol<T> {
         &self.name
     }
 
+    /// The variable's device and context generation.
+    pub(crate) fn id(&self) -> (i32, u64) {
+        (self.device, self.generation)
+    }
+
+    /// What keeps the variable's module loaded (none for the crate's own modules, loaded for
+    /// the context's life), for a graph node that copies to or from it.
+    pub(crate) fn module_keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.module.clone()
+    }
+
     fn enter<'s>(&self, stream: Option<&'s Stream>) -> Result<Lane<'s>> {
         match stream {
             Some(s) => {

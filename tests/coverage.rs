@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Covered functions at the last count, graphics interop excluded.
-const FLOOR: usize = 245;
+const FLOOR: usize = 300;
 
 fn table_names(readme: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();

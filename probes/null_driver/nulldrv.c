@@ -439,9 +439,11 @@ static void release_owner(uint64_t owner) {
       obj_release(holds[i].obj, c);
     }
 }
+static int node_is_dead(uint64_t n);
 static CUresult add_node(void **out, void *g, void **deps, size_t nd, int type) {
   in_ctx("cuGraphAdd*Node");
   pthread_mutex_lock(&gm);
+  for (size_t i = 0; i < nd; i++) if (node_is_dead((uint64_t)deps[i])) bad("a destroyed node as a dependency");
   if (n_nodes >= MAX_NODES || nd > MAX_DEPS) { pthread_mutex_unlock(&gm); return 2; }
   uint64_t n = make();
   nodes[n_nodes].graph = (uint64_t)g;
@@ -523,8 +525,10 @@ CUresult cuGraphGetNodes(void *g, void **out, size_t *count) {
   if (!out || k < *count) *count = k;
   OK;
 }
+static int node_is_dead(uint64_t n);
 CUresult cuGraphNodeGetType(void *n, int *t) {
   pthread_mutex_lock(&gm);
+  if (node_is_dead((uint64_t)n)) bad("cuGraphNodeGetType with a destroyed node");
   *t = -1;
   for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == (uint64_t)n) *t = nodes[i].type;
   pthread_mutex_unlock(&gm);
@@ -566,10 +570,95 @@ CUresult cuGraphRetainUserObject(void *g, void *o, unsigned c, unsigned f) {
 CUresult cuGraphReleaseUserObject(void *g, void *o, unsigned c) {
   pthread_mutex_lock(&gm);
   size_t i = obj_index((uint64_t)o);
+  long held = 0;
+  for (size_t k = 0; k < n_holds; k++)
+    if (holds[k].owner == (uint64_t)g && holds[k].obj == i) held = holds[k].count;
+  if (held < (long)c) {
+    bad("cuGraphReleaseUserObject of a reference the graph does not hold");
+    pthread_mutex_unlock(&gm);
+    return 1;
+  }
   hold((uint64_t)g, i, -(long)c);
   obj_release(i, c);
   pthread_mutex_unlock(&gm);
   OK;
+}
+CUresult cuUserObjectRetain(void *o, unsigned c) {
+  pthread_mutex_lock(&gm);
+  objs[obj_index((uint64_t)o)].refs += c;
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+// Destroyed nodes: their handles must never reach the driver again.
+#define MAX_DEAD_NODES 1024
+static uint64_t dead_nodes[MAX_DEAD_NODES];
+static size_t n_dead_nodes;
+static int node_is_dead(uint64_t n) {
+  for (size_t i = 0; i < n_dead_nodes; i++) if (dead_nodes[i] == n) return 1;
+  return 0;
+}
+CUresult cuGraphDestroyNode(void *n) {
+  in_ctx("cuGraphDestroyNode");
+  pthread_mutex_lock(&gm);
+  int found = 0;
+  for (size_t i = 0; i < n_nodes; i++) {
+    if (nodes[i].node == (uint64_t)n) { nodes[i].node = 0; nodes[i].graph = 0; found = 1; }
+    // Its edges go with it.
+    for (size_t j = 0; j < nodes[i].ndeps; j++)
+      if (nodes[i].deps[j] == (uint64_t)n) { nodes[i].deps[j] = nodes[i].deps[--nodes[i].ndeps]; j--; }
+  }
+  if (!found) bad("cuGraphDestroyNode of a node that is not live");
+  else if (n_dead_nodes < MAX_DEAD_NODES) dead_nodes[n_dead_nodes++] = (uint64_t)n;
+  pthread_mutex_unlock(&gm);
+  return found ? 0 : 400;
+}
+static int node_type_of(uint64_t n) {
+  for (size_t i = 0; i < n_nodes; i++) if (nodes[i].node == n) return nodes[i].type;
+  return -1;
+}
+CUresult cuGraphHostNodeSetParams(void *n, const void *p) {
+  in_ctx("cuGraphHostNodeSetParams");
+  pthread_mutex_lock(&gm);
+  if (node_is_dead((uint64_t)n)) bad("cuGraphHostNodeSetParams with a destroyed node");
+  int t = node_type_of((uint64_t)n);
+  pthread_mutex_unlock(&gm);
+  return t == 3 ? 0 : 1;
+}
+CUresult cuGraphMemsetNodeSetParams(void *n, const void *p) {
+  in_ctx("cuGraphMemsetNodeSetParams");
+  pthread_mutex_lock(&gm);
+  if (node_is_dead((uint64_t)n)) bad("cuGraphMemsetNodeSetParams with a destroyed node");
+  int t = node_type_of((uint64_t)n);
+  pthread_mutex_unlock(&gm);
+  return t == 2 ? 0 : 1;
+}
+CUresult cuGraphAddDependencies_v2(void *g, void **from, void **to, const void *e, size_t count) {
+  in_ctx("cuGraphAddDependencies");
+  pthread_mutex_lock(&gm);
+  for (size_t k = 0; k < count; k++) {
+    if (node_is_dead((uint64_t)from[k]) || node_is_dead((uint64_t)to[k])) bad("cuGraphAddDependencies with a destroyed node");
+    for (size_t i = 0; i < n_nodes; i++)
+      if (nodes[i].node == (uint64_t)to[k] && nodes[i].graph == (uint64_t)g && nodes[i].ndeps < MAX_DEPS)
+        nodes[i].deps[nodes[i].ndeps++] = (uint64_t)from[k];
+  }
+  pthread_mutex_unlock(&gm);
+  OK;
+}
+CUresult cuGraphRemoveDependencies_v2(void *g, void **from, void **to, const void *e, size_t count) {
+  in_ctx("cuGraphRemoveDependencies");
+  pthread_mutex_lock(&gm);
+  CUresult r = 0;
+  for (size_t k = 0; k < count; k++) {
+    if (node_is_dead((uint64_t)from[k]) || node_is_dead((uint64_t)to[k])) bad("cuGraphRemoveDependencies with a destroyed node");
+    int found = 0;
+    for (size_t i = 0; i < n_nodes; i++)
+      if (nodes[i].node == (uint64_t)to[k] && nodes[i].graph == (uint64_t)g)
+        for (size_t j = 0; j < nodes[i].ndeps; j++)
+          if (nodes[i].deps[j] == (uint64_t)from[k]) { nodes[i].deps[j] = nodes[i].deps[--nodes[i].ndeps]; found = 1; break; }
+    if (!found) r = 1;
+  }
+  pthread_mutex_unlock(&gm);
+  return r;
 }
 CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
   in_ctx("cuGraphInstantiateWithParams");

@@ -106,6 +106,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+mod deps;
+pub use deps::CaptureDependencies;
+
 use super::{host_node_trampoline, keep, Graph, GraphNode, GraphShared, HostNode, NEXT_GRAPH_ID};
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -677,6 +680,7 @@ fn wrap_graph(a: &Active, raw: sys::CUgraph, id: u64) -> Graph {
             mem: Mutex::new(super::mem::MemNodes::default()),
             root: None,
             bodies: Mutex::new(Vec::new()),
+            extra: Default::default(),
         }),
         _not_sync: PhantomData,
     }

@@ -305,6 +305,7 @@ impl Graph {
                     mem: Mutex::new(super::mem::MemNodes::default()),
                     root: Some(root),
                     bodies: Mutex::new(Vec::new()),
+                    extra: Default::default(),
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };

@@ -19,6 +19,8 @@ use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
 use crate::stream::Stream;
 
+mod more;
+
 /// How [`Graph::instantiate_with`] instantiates (`cudaGraphInstantiateWithParams` flags).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InstantiateOptions<'s> {
@@ -434,6 +436,8 @@ impl GraphExec {
     }
 
     fn own_node(&self, node: GraphNode, call: &'static str) -> Result<sys::CUgraphNode> {
+        // A handle of a node destroyed in the source graph is refused before the driver sees it.
+        super::more::check_not_destroyed(&self.source, call, &[node])?;
         if node.graph == self.source.id {
             Ok(node.as_raw())
         } else {
@@ -475,7 +479,7 @@ impl GraphExec {
             let bundle = kernel_bundle(self.device, self.generation, function, config, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
-            self.update_node(bundle, |a, e| {
+            self.update_node(node, bundle, |a, e| {
                 // SAFETY: live executable and node of its source graph (kept by `source`);
                 // arguments checked as for a node add, the memory kept by the accumulator; the
                 // caller vouches for the rest.
@@ -491,11 +495,14 @@ impl GraphExec {
     /// `f` (given the entered context and the executable) under the source graph's lock.
     fn update_node(
         &mut self,
+        node: GraphNode,
         bundle: KeyedBundle,
         f: impl FnOnce(&Active, sys::CUgraphExec) -> Result<()>,
     ) -> Result<()> {
         let a = context::enter_handle(self.device, self.generation, "executable graph")?;
         let _l = self.source.objects.lock();
+        // Not destroyed meanwhile by the graph's owner on another thread.
+        super::more::still_live(&self.source, node, "an executable graph's node update")?;
         self.acc.lock().keep(bundle);
         f(&a, self.raw.0)
     }
@@ -522,7 +529,7 @@ impl GraphExec {
         record((|| {
             let raw = self.own_node(node, CALL)?;
             let (params, bundle) = memset_params(self.device, self.generation, dst, value, CALL)?;
-            self.update_node(bundle, |a, e| {
+            self.update_node(node, bundle, |a, e| {
                 // SAFETY: live executable and node of its source graph; the memory is live
                 // device memory of this context (checked), kept by the accumulator.
                 a.check(
@@ -555,7 +562,7 @@ impl GraphExec {
         record((|| {
             let raw = self.own_node(node, CALL)?;
             let (params, bundle) = memcpy_params(self.device, self.generation, dst, src, CALL)?;
-            self.update_node(bundle, |a, e| {
+            self.update_node(node, bundle, |a, e| {
                 // SAFETY: live executable and node of its source graph; both ranges are live
                 // device memory of this context (checked), kept by the accumulator.
                 a.check(
@@ -588,7 +595,7 @@ impl GraphExec {
             let raw = self.own_node(node, CALL)?;
             let (params, bundle) =
                 memcpy_3d_params(self.device, self.generation, &*dst, src, region, CALL)?;
-            self.update_node(bundle, |a, e| {
+            self.update_node(node, bundle, |a, e| {
                 // SAFETY: live executable and node of its source graph; both regions checked
                 // against their sides (device memory and arrays of this context), kept by the
                 // accumulator.
@@ -618,7 +625,7 @@ impl GraphExec {
         record((|| {
             let raw = self.own_node(node, CALL)?;
             let (params, token) = host_params(self.device, f);
-            self.update_node(vec![(None, token)], |a, e| {
+            self.update_node(node, vec![(None, token)], |a, e| {
                 // SAFETY: live executable and node of its source graph; the trampoline takes
                 // `userData` as the closure the accumulator keeps for as long as anything can
                 // call it.
@@ -643,6 +650,7 @@ impl GraphExec {
             let raw = self.own_node(node, CALL)?;
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let _l = self.source.objects.lock();
+            super::more::still_live(&self.source, node, CALL)?;
             let kind = raw_node_type(&a, raw)?;
             if !matches!(
                 kind,
@@ -670,6 +678,7 @@ impl GraphExec {
             let raw = self.own_node(node, CALL)?;
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let _l = self.source.objects.lock();
+            super::more::still_live(&self.source, node, CALL)?;
             let mut on = 0u32;
             // SAFETY: live executable and node of its source graph; valid out-parameter.
             a.check(

@@ -351,7 +351,8 @@ impl Graph {
             self.own_mem(&mem.inner, CALL)?;
             let mut all = with_alloc_deps(deps, [&mem.inner]);
             for u in mem.inner.users.lock().iter() {
-                if !all.contains(u) {
+                // A destroyed user needs no ordering (and its handle must not reach the driver).
+                if !all.contains(u) && !self.shared.extra.is_destroyed(u.raw) {
                     all.push(*u);
                 }
             }

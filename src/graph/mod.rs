@@ -28,6 +28,15 @@
 //!   the executable is dropped or updated as a whole (launches in flight may still use the old
 //!   parameters, so nothing is released earlier). The same buffer or function given again is
 //!   kept once; each new host closure is kept.
+//! * parameter changes of a node in a graph ([`Graph::set_kernel_node_params`], the memset,
+//!   copy, host, event and external-semaphore setters) give the new parameters a bundle of
+//!   their own; the old bundle stays with the graph until it is dropped (clones and
+//!   executables made before still use the old parameters). [`Graph::destroy_node`] likewise
+//!   leaves the node's bundle with the graph, and the destroyed node's handle is refused from
+//!   then on, so that it never reaches the driver;
+//! * [`UserObject`] offers the same mechanism for values of the caller's: a graph that
+//!   retains one ([`Graph::retain_user_object`]) keeps the value for its clones, executables
+//!   and launches.
 //!
 //! # What graphs refuse (for now)
 //!
@@ -62,7 +71,9 @@ mod cond;
 mod exec;
 mod keep;
 mod mem;
+mod more;
 mod nodes;
+mod user_object;
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -74,13 +85,16 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use capture::{
-    exchange_capture_mode, Capture, CaptureInfo, CaptureMode, CaptureModeGuard, CaptureStatus,
+    exchange_capture_mode, Capture, CaptureDependencies, CaptureInfo, CaptureMode,
+    CaptureModeGuard, CaptureStatus,
 };
 pub use cond::{ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateOptions};
 use keep::Bundle;
 pub(crate) use mem::{graph_mem_outside, GraphMemInner};
 pub use mem::{GraphMem, GraphMemAttribute};
+pub use more::{InstantiateFlags, KernelNodeParams, MemsetNodeParams};
+pub use user_object::UserObject;
 
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
@@ -110,6 +124,8 @@ pub(crate) struct GraphShared {
     /// bodies' `GraphShared`: those hold the root, and a cycle would leak both. Each body comes
     /// with the graph it is a node of (its parent: the root or another body).
     bodies: Mutex<Vec<Body>>,
+    /// Destroyed node handles and the user objects retained by hand (see [`more`]).
+    extra: more::Extra,
 }
 
 /// A conditional body known to its root: whether its node is a while loop, the body, and the
@@ -439,6 +455,7 @@ impl Graph {
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
                 bodies: Mutex::new(Vec::new()),
+                extra: Default::default(),
             }),
             _not_sync: PhantomData,
         }
@@ -460,6 +477,8 @@ impl Graph {
 
     /// Checks that each node belongs to this graph; their raw handles.
     fn raw_nodes(&self, call: &'static str, nodes: &[GraphNode]) -> Result<Vec<sys::CUgraphNode>> {
+        // A handle of a destroyed node is refused before the driver sees it.
+        more::check_not_destroyed(&self.shared, call, nodes)?;
         nodes
             .iter()
             .map(|n| {
@@ -508,6 +527,8 @@ impl Graph {
         match (r, obj) {
             (Ok(()), obj) => {
                 objects.extend(obj);
+                // A new node may reuse a destroyed node's address: the handle is live again.
+                self.shared.extra.revive(node as usize);
                 Ok(GraphNode {
                     raw: node as usize,
                     graph: self.shared.id,

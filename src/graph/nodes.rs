@@ -557,7 +557,7 @@ impl Graph {
     }
 
     /// Gives this graph its own reference to each of `objects` (held by another live graph).
-    fn share_objects(
+    pub(super) fn share_objects(
         &mut self,
         objects: &[crate::driver::Raw<sys::CUuserObject_st>],
     ) -> Result<()> {

@@ -14,6 +14,7 @@ mod common;
 mod device;
 mod driver_errors;
 mod dynamic_parallelism;
+mod graph_more;
 mod graph_nodes;
 mod graphs;
 mod host_chunks;
@@ -93,6 +94,7 @@ fn main() {
         device::TESTS,
         driver_errors::TESTS,
         dynamic_parallelism::TESTS,
+        graph_more::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,
         host_chunks::TESTS,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use cuda_runtime::graph::{
     CaptureMode, CaptureModeGuard, CaptureStatus, ConditionalKind, Graph, InstantiateOptions,
-    MemsetValue,
+    MemsetValue, UserObject,
 };
 use cuda_runtime::{
     kernel_args, kernels, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, PinnedBuffer,
@@ -360,6 +360,96 @@ fn graph_checks() {
         drop(body);
         drop(exec2);
     }
+    {
+        // Node destruction, dependency removal and user objects: a destroyed node's handle
+        // never reaches the driver (the null driver counts it), and a graph never releases a
+        // user-object reference it does not hold.
+        let mut g = Graph::new().unwrap();
+        let a = g.add_empty_node(&[]).unwrap();
+        let b = g.add_empty_node(&[a]).unwrap();
+        g.remove_dependencies(&[a], &[b]).unwrap();
+        assert!(g.dependencies(b).unwrap().is_empty(), "edge removed");
+        g.add_dependencies(&[a], &[b]).unwrap();
+        g.destroy_node(a).unwrap();
+        assert!(
+            g.dependencies(b).unwrap().is_empty(),
+            "edges go with the node"
+        );
+        assert_eq!(g.nodes().unwrap(), vec![b]);
+        invalid("a destroyed node", g.node_type(a));
+        invalid("a destroyed node as a dependency", g.add_empty_node(&[a]));
+        invalid("a destroyed node destroyed again", g.destroy_node(a));
+        invalid(
+            "a destroyed node in an edge removal",
+            g.remove_dependencies(&[a], &[b]),
+        );
+        // Setters keep what they are given (released with the graph, checked at the end).
+        let c = calls.clone();
+        let h = g
+            .add_host_node(&[b], move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let c = calls.clone();
+        g.set_host_node_params(h, move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        invalid(
+            "a host closure for an empty node",
+            g.set_host_node_params(b, || {}),
+        );
+        let mut buf = DeviceBuffer::<u32>::new(32).unwrap();
+        let ms = g
+            .add_memset_node(&[], &mut buf, MemsetValue::U32(1))
+            .unwrap();
+        let mut buf2 = DeviceBuffer::<u32>::new(32).unwrap();
+        g.set_memset_node_params(ms, &mut buf2, MemsetValue::U32(2))
+            .unwrap();
+        drop((buf, buf2));
+        struct Flag(Arc<AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicBool::new(false));
+        let obj = UserObject::new(Flag(dropped.clone())).unwrap();
+        g.retain_user_object(&obj).unwrap();
+        g.release_user_object(&obj).unwrap();
+        invalid(
+            "a reference the graph does not hold",
+            g.release_user_object(&obj),
+        );
+        g.retain_user_object(&obj).unwrap();
+        let obj2 = obj.try_clone().unwrap();
+        let exec = g.instantiate().unwrap();
+        drop((obj, g));
+        Device::current().unwrap().synchronize().unwrap();
+        assert!(
+            !dropped.load(Ordering::SeqCst),
+            "a handle and the executable hold it"
+        );
+        drop(obj2);
+        Device::current().unwrap().synchronize().unwrap();
+        assert!(!dropped.load(Ordering::SeqCst), "the executable holds it");
+        drop(exec);
+        Device::current().unwrap().synchronize().unwrap();
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "dropped with the last reference"
+        );
+        // Graph memory's edges and nodes are not removed.
+        let mut gm = Graph::new().unwrap();
+        let (al, mem) = gm.add_mem_alloc_node::<u32>(&[], 16).unwrap();
+        let fr = gm.add_mem_free_node(&[], mem).unwrap();
+        invalid(
+            "an edge of a graph with memory nodes",
+            gm.remove_dependencies(&[al], &[fr]),
+        );
+        invalid("an allocation node destroyed", gm.destroy_node(al));
+        invalid("a free node destroyed", gm.destroy_node(fr));
+    }
     // Everything released: the user objects' destructors ran and the next crate call
     // released the bundles (the closures' clones of `calls` among them).
     Device::current().unwrap().synchronize().unwrap();
@@ -645,9 +735,15 @@ fn capture_phase() {
         let mut b = DeviceBuffer::<u32>::new(16).unwrap();
         let r = s.capture(mode, |s| {
             let refused = b.copy_from_host_async(&[1; 16], s);
-            assert!(matches!(refused, Err(Error::NotCapturable { .. })), "{refused:?}");
+            assert!(
+                matches!(refused, Err(Error::NotCapturable { .. })),
+                "{refused:?}"
+            );
             let refused = s.launch_host_fn(|| {});
-            assert!(matches!(refused, Err(Error::NotCapturable { .. })), "{refused:?}");
+            assert!(
+                matches!(refused, Err(Error::NotCapturable { .. })),
+                "{refused:?}"
+            );
             Ok(())
         });
         assert!(matches!(r, Err(Error::CaptureFailed { .. })), "{r:?}");
