@@ -132,10 +132,14 @@ impl ExternalMemory {
                 });
             }
             let a = context::enter_current()?;
-            // SAFETY: all-zero is a valid descriptor (integers, a union of an int and pointers);
-            // the fields that matter are set below.
-            let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-            desc.type_ = kind.to_raw();
+            let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC>::zeroed();
+            // SAFETY: all-zero is valid for every field but the handle type (an enum without a
+            // zero), which is written before the value is assumed initialised; the handle is a
+            // union of an int and pointers.
+            let mut desc = unsafe {
+                std::ptr::addr_of_mut!((*desc.as_mut_ptr()).type_).write(kind.to_raw());
+                desc.assume_init()
+            };
             desc.handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
             desc.size = size;
             desc.flags = if dedicated { 0x1 } else { 0 };
@@ -253,13 +257,19 @@ impl ExternalMemory {
             let raw = self.as_raw();
             let a = &a;
             crate::MipmappedArray::<T>::from_external(a, shape, levels, flags, move |desc| {
-                // SAFETY: all-zero is a valid mipmap descriptor (integers and an integer enum
-                // whose zero is unused but overwritten below).
-                let mut d: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC =
-                    unsafe { std::mem::zeroed() };
-                d.offset = offset;
-                d.arrayDesc = *desc;
-                d.numLevels = levels;
+                let mut d =
+                    std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC>::zeroed(
+                    );
+                // SAFETY: all-zero is valid for every field but the array descriptor's format
+                // (an enum without a zero), written whole before the value is assumed
+                // initialised.
+                let d = unsafe {
+                    std::ptr::addr_of_mut!((*d.as_mut_ptr()).arrayDesc).write(*desc);
+                    let mut d = d.assume_init();
+                    d.offset = offset;
+                    d.numLevels = levels;
+                    d
+                };
                 let mut out: sys::CUmipmappedArray = std::ptr::null_mut();
                 // SAFETY: live external memory of the current context; checked array
                 // descriptor; valid out-parameter.
@@ -339,10 +349,15 @@ impl ExternalSemaphore {
     pub fn import(kind: ExternalSemaphoreKind, fd: OwnedFd) -> Result<ExternalSemaphore> {
         record((|| {
             let a = context::enter_current()?;
-            // SAFETY: all-zero is a valid descriptor (integers, a union of an int and
-            // pointers); the fields that matter are set below.
-            let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-            desc.type_ = kind.to_raw();
+            let mut desc =
+                std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC>::zeroed();
+            // SAFETY: all-zero is valid for every field but the handle type (an enum without a
+            // zero), written before the value is assumed initialised; the handle is a union of
+            // an int and pointers.
+            let mut desc = unsafe {
+                std::ptr::addr_of_mut!((*desc.as_mut_ptr()).type_).write(kind.to_raw());
+                desc.assume_init()
+            };
             desc.handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
             let mut raw: sys::CUexternalSemaphore = std::ptr::null_mut();
             // SAFETY: the context is current; a valid descriptor naming an open descriptor;

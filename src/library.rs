@@ -223,7 +223,9 @@ impl Library {
     ///
     /// # Errors
     /// [`Error::NotFound`] when no kernel has that name; [`Error::InvalidValue`] listing the
-    /// candidates when a readable name without a parameter list fits several overloads.
+    /// candidates when a readable name without a parameter list fits several overloads, or a
+    /// template's name without arguments (`scale`) several instantiations (one alone is
+    /// taken).
     #[doc(alias = "cudaLibraryGetKernel")]
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         record((|| {
@@ -266,7 +268,7 @@ impl Library {
         }) {
             return Ok(e);
         }
-        let fits: Vec<&Entry> = k
+        let mut fits: Vec<&Entry> = k
             .iter()
             .filter(|e| {
                 e.readable
@@ -274,6 +276,19 @@ impl Library {
                     .is_some_and(|d| squeeze(&d.name) == want)
             })
             .collect();
+        if fits.is_empty() && !want.contains('<') {
+            // A template's name without its arguments (`scale`): its instantiations.
+            fits = k
+                .iter()
+                .filter(|e| {
+                    e.readable.as_ref().is_some_and(|d| {
+                        d.name
+                            .split_once('<')
+                            .is_some_and(|(bare, _)| squeeze(bare) == want)
+                    })
+                })
+                .collect();
+        }
         match fits.as_slice() {
             [one] => Ok(one),
             [] => Err(Error::NotFound {
@@ -393,7 +408,9 @@ impl Library {
             };
             match r {
                 0 => std::ptr::NonNull::new(f).ok_or_else(not_found),
-                500 => Err(not_found()),
+                // Driver 580 answers a name it does not have with `CUDA_ERROR_INVALID_VALUE`
+                // (the library is live and the name a valid string here).
+                1 | 500 => Err(not_found()),
                 code => Err(Error::from_driver(code, "cuLibraryGetUnifiedFunction")),
             }
         })())

@@ -577,11 +577,16 @@ impl GraphExec {
     /// (`cudaGraphExecMemcpyNodeSetParams`); `node` is a node of the graph the executable was
     /// instantiated from. Checked as [`Graph::add_memcpy_3d_node`]; the new operands are kept
     /// alive by the executable. The driver requires the same kinds of memory (device memory,
-    /// arrays) as the node had.
+    /// arrays) as the node had, and updates only one-row copies (height and depth 1, in the
+    /// node as instantiated too): to change a 2-D or 3-D copy node, change the graph
+    /// ([`Graph::set_memcpy_3d_node_params`](crate::graph::Graph::set_memcpy_3d_node_params)) and
+    /// [`update`](Self::update) the executable from it.
     ///
     /// # Errors
-    /// As [`Graph::add_memcpy_3d_node`]; [`Error::ForeignGraphNode`]; the driver's error when
-    /// `node` is not a copy node or the change is not allowed.
+    /// As [`Graph::add_memcpy_3d_node`]; [`Error::ForeignGraphNode`];
+    /// [`Error::InvalidValue`] for a region of more than one row; the driver's error when
+    /// `node` is not a copy node or the change is not allowed (a node instantiated with more
+    /// than one row: `InvalidValue`).
     #[doc(alias = "cudaGraphExecMemcpyNodeSetParams")]
     pub fn set_memcpy_3d_node_params<T: DeviceRepr>(
         &mut self,
@@ -593,6 +598,15 @@ impl GraphExec {
         const CALL: &str = "cudaGraphExecMemcpyNodeSetParams";
         record((|| {
             let raw = self.own_node(node, CALL)?;
+            let e = region.extent;
+            if e.height > 1 || e.depth > 1 {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: format!("a region of {} x {} x {}", e.width, e.height, e.depth),
+                    reason: "an executable's copy node is updated only with one-row copies \
+                             (change the graph's node and update the executable instead)",
+                });
+            }
             let (params, bundle) =
                 memcpy_3d_params(self.device, self.generation, &*dst, src, region, CALL)?;
             self.update_node(node, bundle, |a, e| {

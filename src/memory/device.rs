@@ -1382,10 +1382,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// Allocates `len` elements set to zero bits on the current device (`cudaMalloc` +
-    /// `cudaMemset`).
+    /// `cudaMemset`). Returns once the memory is zero, so work on any stream sees zeros
+    /// (`cudaMemset` alone would order only the streams that synchronise with the legacy
+    /// stream, not non-blocking ones).
     pub fn zeroed(len: usize) -> Result<DeviceBuffer<T>> {
         let mut b = Self::new(len)?;
         b.memset_u8(0)?;
+        record(b.alloc.uses.wait(true))?;
         Ok(b)
     }
 

@@ -995,9 +995,17 @@ fn operand(
     unit: usize,
     side: &'static str,
 ) -> Result<sys::CUmemcpy3DOperand> {
-    // SAFETY: all-zero is a valid operand (integers, a union of plain structs); the fields
-    // that matter are set below.
-    let mut o: sys::CUmemcpy3DOperand = unsafe { std::mem::zeroed() };
+    let mut o = std::mem::MaybeUninit::<sys::CUmemcpy3DOperand>::zeroed();
+    let kind = match b {
+        Base::Device(..) => sys::CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_POINTER,
+        Base::Array(..) | Base::Host(_) => sys::CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_ARRAY,
+    };
+    // SAFETY: all-zero is valid for the union of plain structs; the operand type (an enum
+    // without a zero) is written before the value is assumed initialised, and set again below.
+    let mut o = unsafe {
+        std::ptr::addr_of_mut!((*o.as_mut_ptr()).type_).write(kind);
+        o.assume_init()
+    };
     match b {
         Base::Device(ptr, _) => {
             if !l.pitch.is_multiple_of(unit) {
@@ -1140,17 +1148,17 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
                     unit,
                     "the batch's destination",
                 )?;
-                // SAFETY: all-zero is a valid operation (plain structs and integer enums whose
-                // zero is a listed value); every field is set below.
-                let mut op: sys::CUDA_MEMCPY3D_BATCH_OP = unsafe { std::mem::zeroed() };
-                op.src = s_op;
-                op.dst = d_op;
-                op.extent = sys::CUextent3D {
-                    width: p.extent.width * elem / unit,
-                    height: p.extent.height,
-                    depth: p.extent.depth,
+                let op = sys::CUDA_MEMCPY3D_BATCH_OP {
+                    src: s_op,
+                    dst: d_op,
+                    extent: sys::CUextent3D {
+                        width: p.extent.width * elem / unit,
+                        height: p.extent.height,
+                        depth: p.extent.depth,
+                    },
+                    srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+                    flags: 0,
                 };
-                op.srcAccessOrder = sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
                 list.push(op);
                 if let Base::Device(_, d) | Base::Array(_, d, _) = db {
                     uses.push(Use::device(d, true));

@@ -197,12 +197,17 @@ fn exec_and_graph_dropped_while_a_launch_runs() {
         .unwrap();
     }
     exec.launch(&s).unwrap();
+    let t = Instant::now();
     drop(exec);
+    let t_exec = t.elapsed();
     drop(g);
+    let t_graph = t.elapsed();
     drop(src);
+    let t_src = t.elapsed();
     assert!(
         !done.load(Ordering::SeqCst),
-        "dropping the executable, the graph and a buffer must not wait for the launch"
+        "dropping the executable, the graph and a buffer must not wait for the launch \
+         (after {t_exec:?}, {t_graph:?}, {t_src:?})"
     );
     release.store(true, Ordering::SeqCst);
     s.synchronize().unwrap();

@@ -223,9 +223,13 @@ fn non_portable_clusters_and_cluster_occupancy() {
         .properties()
         .unwrap()
         .multi_processor_count as u32;
+    // Several blocks fit an SM: at most as many clusters as the blocks that fit, halved.
+    let per_sm = f
+        .max_active_blocks_per_multiprocessor(256, 4 * bins as usize)
+        .unwrap();
     assert!(
-        active >= 1 && active <= sms,
-        "{active} clusters of 2 on {sms} SMs"
+        active >= 1 && active * 2 <= sms * per_sm,
+        "{active} clusters of 2 on {sms} SMs of {per_sm} blocks each"
     );
     // Without cluster dimensions (and none required), the query is refused.
     let e = f.max_active_clusters(&cfg.extended()).unwrap_err();
@@ -336,7 +340,9 @@ fn attributes_on_typed_and_user_launches_match_cpu() {
             DeviceBuffer::from_slice(&b).unwrap(),
         );
         let mut dc = DeviceBuffer::<f32>::new(n).unwrap();
-        dc.fill(f32::NAN).unwrap();
+        // On `s`: a memset on the legacy stream is not ordered before work on a non-blocking
+        // stream (as in libcudart).
+        dc.fill_async(f32::NAN, &s).unwrap();
         let window = AccessPolicyWindow::over(
             &da,
             r.f32(),
@@ -370,7 +376,7 @@ fn attributes_on_typed_and_user_launches_match_cpu() {
         // The same through a user launch of the same PTX.
         let m = Module::from_ptx(kernels::vector_add::PTX).unwrap();
         let f = m.function("vadd").unwrap();
-        dc.fill(f32::NAN).unwrap();
+        dc.fill_async(f32::NAN, &s).unwrap();
         // SAFETY: vadd(const float*, size_t, const float*, size_t, float*, size_t), given the
         // buffers with their lengths; it stays below each.
         unsafe { f.launch(&s, &cfg, &kernel_args![&da, n, &db, n, &mut dc, n]) }.unwrap();

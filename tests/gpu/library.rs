@@ -355,7 +355,31 @@ fn loaded_on_one_device_launched_on_another() {
         )
     }
     .unwrap_err();
+    // The stream is checked first: it is not the current device's (libcudart: invalid
+    // resource handle); on the stream's device, the buffer of the other is refused.
+    assert!(
+        matches!(
+            e,
+            Error::WrongDevice {
+                stream_device: 1,
+                current_device: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    Device::new(1).unwrap().set_current().unwrap();
+    // SAFETY: refused before launching.
+    let e = unsafe {
+        k.launch(
+            &s1,
+            &LaunchConfig::for_elements(4096, 256).unwrap(),
+            &kernel_args![&mut on0, 4096usize, 2.0f32],
+        )
+    }
+    .unwrap_err();
     assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    Device::new(0).unwrap().set_current().unwrap();
     let s0 = Stream::new().unwrap();
     assert_same(
         "on device 0",

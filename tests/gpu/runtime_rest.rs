@@ -249,12 +249,33 @@ fn external_event_records_order_streams() {
         Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap(),
         Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap(),
     );
+    let src = DeviceBuffer::from_slice(&data).unwrap();
     let mut x = DeviceBuffer::<f32>::new(data.len()).unwrap();
     let mut y = DeviceBuffer::<f32>::new(data.len()).unwrap();
-    x.copy_from_host_async(&data, &a).unwrap();
     let ev = Event::new().unwrap();
-    ev.record_with_flags(&a, EventRecordFlags::EXTERNAL)
+    // Outside a capture the driver refuses the flag (`cudaErrorIllegalState`, as libcudart).
+    let e = ev
+        .record_with_flags(&a, EventRecordFlags::EXTERNAL)
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::IllegalState, "{e}");
+    // In a capture the record becomes an event-record node, which the replay records.
+    let g = a
+        .capture(cuda_runtime::graph::CaptureMode::ThreadLocal, |a| {
+            x.copy_from_device_async(&src, a)?;
+            ev.record_with_flags(a, EventRecordFlags::EXTERNAL)
+        })
         .unwrap();
+    let kinds: Vec<_> = g
+        .nodes()
+        .unwrap()
+        .into_iter()
+        .map(|n| g.node_type(n).unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&cuda_runtime::graph::GraphNodeType::EventRecord),
+        "{kinds:?}"
+    );
+    g.instantiate().unwrap().launch(&a).unwrap();
     b.wait_event(&ev).unwrap();
     y.copy_from_device_async(&x, &b).unwrap();
     b.synchronize().unwrap();

@@ -188,6 +188,8 @@ fn dropped_buffer_waits_for_the_user_kernel() {
                 b
             })
             .collect();
+        // `to_vec` is on the legacy stream, which does not wait for a non-blocking one.
+        stream.synchronize().unwrap();
         assert_eq!(
             out.to_vec().unwrap(),
             [want],

@@ -27,7 +27,9 @@ fn unkeyed_tokens(tokens: Vec<Token>) -> super::KeyedBundle {
 }
 
 impl GraphExec {
-    /// The flags the executable was instantiated with (`cudaGraphExecGetFlags`).
+    /// The flags the executable was instantiated with (`cudaGraphExecGetFlags`), as the driver
+    /// reports them: it leaves out `UPLOAD` (documented) and, on the H200 with driver 580,
+    /// `USE_NODE_PRIORITY` too; `AUTO_FREE_ON_LAUNCH` and `DEVICE_LAUNCH` are reported.
     #[doc(alias = "cudaGraphExecGetFlags")]
     pub fn flags(&self) -> Result<InstantiateFlags> {
         record((|| {

@@ -72,7 +72,10 @@ fn block_sums_match_cpu_and_refuse_other_blocks() {
         }
         let grid = r.u32(1..100);
         reduce::block_sums(&s, &LaunchConfig::new(grid, 256u32), &dx, &mut sums).unwrap();
-        let got = sums.to_vec().unwrap();
+        // `to_vec` is `cudaMemcpy` on the legacy stream, which (as in libcudart) does not wait
+        // for a non-blocking stream: read on `s` instead.
+        let mut got = vec![0.0f32; sums.len()];
+        sums.copy_to_host_async(&mut got, &s).unwrap();
         assert_eq!(&got[..want.len()], &want[..], "grid {grid}");
         assert!(
             got[want.len()..].iter().all(|v| v.is_nan()),
