@@ -125,6 +125,10 @@ pub struct GraphExec {
     source: Arc<GraphShared>,
     /// Tokens of per-node updates, kept by a user object the executable holds.
     acc: Accumulator,
+    /// Where it was launched (no memory: its uses are the launches), so that its destruction
+    /// waits for them off the dropping thread: `cuGraphExecDestroy` blocks until the launches
+    /// in flight are done (seen with driver 580).
+    launches: crate::memory::Alloc,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -140,22 +144,26 @@ impl std::fmt::Debug for GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let raw = self.raw;
-        context::release(
-            self.device,
-            self.generation,
-            "destroying an executable graph",
-            move |a| {
-                // SAFETY: the executable is live and this is its only handle. Launches in
-                // flight complete first (the driver defers the destruction), and they keep
-                // their user objects' references until then.
-                keep::relaxed(|| {
-                    a.check(
-                        unsafe { sys::cuGraphExecDestroy(raw.get()) },
-                        "cuGraphExecDestroy",
-                    )
-                })
-            },
-        );
+        let destroy = move |a: &Active| {
+            // SAFETY: the executable is live and this is its only handle; its launches are
+            // done (no point left to wait for, or the waits of the deferred free), and kept
+            // their user objects' references until then.
+            keep::relaxed(|| {
+                a.check(
+                    unsafe { sys::cuGraphExecDestroy(raw.get()) },
+                    "cuGraphExecDestroy",
+                )
+            })
+        };
+        const DURING: &str = "destroying an executable graph";
+        let waits = self.launches.uses.take_points();
+        if waits.is_empty() {
+            context::release(self.device, self.generation, DURING, destroy);
+        } else {
+            crate::queue::defer_free(self.device, self.generation, waits, DURING, move |a| {
+                a.map_or(Ok(()), destroy)
+            });
+        }
     }
 }
 
@@ -279,6 +287,7 @@ impl Graph {
                 generation,
                 source: self.shared.clone(),
                 acc,
+                launches: crate::memory::Alloc::plain(0, 0, device, generation),
                 _not_sync: PhantomData,
             })
         })())
@@ -332,7 +341,8 @@ impl GraphExec {
             let lane = stream.lane_for_submit(CALL)?;
             self.check_stream(&lane.a, CALL)?;
             let e = self.raw;
-            lane.submit(CALL, &[], |a, raw| {
+            let launch = [crate::queue::Use::device(&self.launches, false)];
+            lane.submit(CALL, &launch, |a, raw| {
                 // SAFETY: live executable and stream of the current context; what the graph
                 // uses is kept by its user objects until the launch is done.
                 a.check(unsafe { sys::cuGraphLaunch(e.get(), raw) }, "cuGraphLaunch")
@@ -349,7 +359,8 @@ impl GraphExec {
             let lane = stream.lane()?;
             self.check_stream(&lane.a, CALL)?;
             let e = self.raw;
-            lane.submit(CALL, &[], |a, raw| {
+            let upload = [crate::queue::Use::device(&self.launches, false)];
+            lane.submit(CALL, &upload, |a, raw| {
                 // SAFETY: live executable and stream of the current context.
                 a.check(unsafe { sys::cuGraphUpload(e.get(), raw) }, "cuGraphUpload")
             })

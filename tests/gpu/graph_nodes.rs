@@ -506,9 +506,8 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
     assert_same("the array itself", &arr.to_vec().unwrap(), &want);
 
     // A per-node update of the executable takes one-row copies only (the driver's rule):
-    // refused before the driver. The graph's node is changed instead and the executable
-    // updated from the graph: another source and other positions; the new source is dropped
-    // at once (the executable keeps it).
+    // refused before the driver. The graph's node is changed instead (another source and
+    // other positions; the new source is dropped at once: the graph keeps it).
     let host2 = random_u32(&mut r, w * h * d);
     let (sp2, dp2) = (Pos::new(0, 5, 2), Pos::new(10, 0, 1));
     let sub2 = Extent::new(25, 9, 2);
@@ -530,7 +529,11 @@ fn copy_3d_nodes_through_an_array_match_a_cpu_reference() {
         );
         g.set_memcpy_3d_node_params(n1, &mut arr, &src2, &region)
             .unwrap();
-        exec.update(&g).unwrap();
+        // The driver's whole-graph update has the same one-row rule: refused with its reason,
+        // the executable unchanged; a new instantiation takes the changed node.
+        let e = exec.update(&g).unwrap_err();
+        assert!(matches!(e, Error::GraphExecUpdate { .. }), "{e}");
+        exec = g.instantiate().unwrap();
     }
     exec.launch(&s).unwrap();
     s.synchronize().unwrap();

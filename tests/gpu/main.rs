@@ -72,6 +72,10 @@ fn main() {
             }
         }
     }
+    // SIGUSR1 prints every thread's stack (for a run that stalls); with
+    // CUDA_RUNTIME_TEST_TRACE=1 each test's start and end are printed.
+    common::dump_stacks_on_signal();
+    let trace = std::env::var("CUDA_RUNTIME_TEST_TRACE").is_ok_and(|v| v == "1");
     let args = Arguments::from_args();
     let require = std::env::var("CUDA_RUNTIME_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let unavailable = gpu_unavailable();
@@ -126,7 +130,7 @@ fn main() {
     let trials = all
         .into_iter()
         .map(|t| {
-            let (f, exclusive) = (t.run, t.exclusive);
+            let (f, exclusive, name) = (t.run, t.exclusive, t.name);
             // A missing GPU is a failure when one is required; a missing second GPU is not
             // (the multi-GPU tests run on a machine with two).
             let ignored = skip || (missing.is_none() && t.min_devices > devices);
@@ -146,7 +150,14 @@ fn main() {
                         None,
                     )
                 };
+                let t = std::time::Instant::now();
+                if trace {
+                    eprintln!("[start] {name}");
+                }
                 f();
+                if trace {
+                    eprintln!("[end] {name} {:?}", t.elapsed());
+                }
                 Ok(())
             })
             .with_ignored_flag(ignored)

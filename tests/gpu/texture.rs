@@ -1225,6 +1225,10 @@ fn dropping_textures_and_arrays_under_queued_kernels_is_safe() {
         .flat_map(|i| [(i % w) as f32 + 0.5, (i / w) as f32 + 0.5])
         .collect();
     let dxy = DeviceBuffer::from_slice(&xy).unwrap();
+    // The kernel's module is loaded first: loading a module waits for the context's host
+    // functions to return (seen on the H200 pair, driver 580: a first launch behind the
+    // stalled streams took their 20 s), which is the driver's, not a drop's, wait.
+    kernels::texture::SAMPLE_2D.function().unwrap();
     for linear in [false, true] {
         let data = random_texels::<f32>(&mut r, w * h);
         let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; 4 * w * h]).unwrap();
