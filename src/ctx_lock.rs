@@ -226,7 +226,6 @@ impl<T> CtxLock<T> {
         Some(ReadGuard {
             lock: self,
             count,
-            held,
             borrowed,
             _not_send: PhantomData,
         })
@@ -300,7 +299,6 @@ fn give_back_current() {
 pub(crate) struct ReadGuard<'a, T> {
     lock: &'a CtxLock<T>,
     count: &'static AtomicU32,
-    held: u32,
     borrowed: bool,
     _not_send: PhantomData<*const ()>,
 }
@@ -317,9 +315,15 @@ impl<T> Deref for ReadGuard<'_, T> {
 impl<T> Drop for ReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
+        // One less, whatever the order the thread's guards end in (only this thread writes its
+        // count, so a load and a store suffice). Storing the count seen at entry instead left
+        // a count held forever when two entries of one device ended out of order (the first
+        // stored 0, the second then its 1), and the next reset of the device waited forever
+        // (seen on the H200 pair: a reset in the GPU test suite never returned).
+        let now = self.count.load(Ordering::Relaxed) - 1;
         // Release: this entry's reads of the value happen before a writer's changes.
-        self.count.store(self.held, Ordering::Release);
-        if self.borrowed && self.held == 0 {
+        self.count.store(now, Ordering::Release);
+        if self.borrowed && now == 0 {
             give_back_current();
         }
     }
@@ -363,6 +367,31 @@ mod tests {
 
     fn leak<T>(v: T) -> &'static T {
         Box::leak(Box::new(v))
+    }
+
+    /// Two entries of one thread that end in the order they began (not nested) leave no count
+    /// behind: a writer then gets in (it waited forever when each guard restored the count it
+    /// saw at entry).
+    #[test]
+    fn entries_ending_out_of_order_leave_no_count() {
+        init();
+        let lock = leak(CtxLock::new(7u32, 5));
+        let first = lock.read_recursive();
+        let second = lock.read_recursive();
+        let third = lock.read_recursive();
+        drop(first);
+        drop(third);
+        drop(second);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let w = lock.write();
+            tx.send(*w).unwrap();
+        });
+        assert_eq!(
+            rx.recv_timeout(std::time::Duration::from_secs(10)),
+            Ok(7),
+            "a count was left behind: the writer never got in"
+        );
     }
 
     /// Readers on many threads and a writer that changes the value in two steps: no reader ever

@@ -585,7 +585,9 @@ fn capture_dependencies_added_and_replaced() {
     let mut c = DeviceBuffer::from_slice(&poison).unwrap();
     let mut d = DeviceBuffer::from_slice(&poison).unwrap();
     let mut e = DeviceBuffer::from_slice(&poison).unwrap();
-    let s = Stream::new().unwrap();
+    // Non-blocking: a capture on a blocking stream makes other tests' legacy-stream work fail
+    // (cudaErrorStreamCaptureImplicit), whatever the capture mode.
+    let s = Stream::with_flags(cuda_runtime::StreamFlags::NON_BLOCKING).unwrap();
     // Outside a capture: refused.
     let err = s
         .update_capture_dependencies(&[], CaptureDependencies::Set)

@@ -782,7 +782,9 @@ fn while_bodies_of_child_graphs_only_are_refused() {
     let n = 256;
     let a = DeviceBuffer::<f32>::new(n).unwrap();
     let mut c = DeviceBuffer::<f32>::new(n).unwrap();
-    let s = Stream::new().unwrap();
+    // Non-blocking: a capture on a blocking stream makes other tests' legacy-stream work fail
+    // (cudaErrorStreamCaptureImplicit), whatever the capture mode.
+    let s = Stream::with_flags(cuda_runtime::StreamFlags::NON_BLOCKING).unwrap();
     let captured = s
         .capture(cuda_runtime::graph::CaptureMode::ThreadLocal, |s| {
             kernels::vector_add::vadd(
