@@ -11,9 +11,10 @@
 //! * **Point filtering**: the texel containing the coordinate (texel `i` covers `[i, i + 1)`).
 //! * **Linear filtering**: `x - 0.5` split into a texel index and a fraction, the fraction held,
 //!   as the hardware holds it, in 9-bit fixed point with 8 fractional bits (rounded to the
-//!   nearest 1/256), then the 2, 4 or 8 texels blended. Exact where the coordinate's fraction is
-//!   a multiple of 1/256; elsewhere the hardware may round the fraction the other way, an error
-//!   of at most 1/256 of the difference between neighbouring texels. The blend itself is
+//!   nearest 1/256), then the 2, 4 or 8 texels blended. The hardware may take another 1/256
+//!   step of a weight than the model, even where the coordinate's fraction is a multiple of
+//!   1/256 (seen on the H200): an error of up to 1/256 of the difference between neighbouring
+//!   texels per filtered axis. The blend itself is
 //!   computed in `f64` and rounded to `f32`: the hardware's arithmetic may differ in the last
 //!   bits.
 //! * **Read modes**: element type (floats, and fp16 promoted to float), and normalised floats

@@ -4,11 +4,11 @@
 //! textures and arrays under queued kernels.
 //!
 //! Precision: point sampling is compared exactly (normalised integer reads within 1e-6, sRGB
-//! within 1/1024). Linear filtering at coordinates whose fraction is a multiple of 1/256 (where
-//! the model's 8-bit weights are the hardware's) is compared within 2^-12 of the data's range;
-//! at other coordinates (interior or random) within 2/256 per filtered axis (the hardware may round a weight
-//! to the other 1/256 step than the model does: an error of up to 1/256 of the neighbours'
-//! difference, which is up to 2 for data in [-1, 1]).
+//! within 1/1024). Linear filtering is compared within 2^-12 of the data's range plus 2/256 per
+//! filtered axis, at coordinates whose fraction is a multiple of 1/256 too (the H200 differed
+//! from the model there by up to 0.003): the hardware may take another 1/256 step of a weight
+//! than the model, an error of up to 1/256 of the neighbours' difference, which is up to 2 for
+//! data in [-1, 1].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -168,7 +168,7 @@ fn coord(r: &mut Rng, len: usize, how: Coords, normalized: bool) -> f32 {
 }
 
 /// The tolerance of a comparison (see the module docs).
-fn tolerance(desc: &TextureDesc, how: Coords, axes: usize) -> f32 {
+fn tolerance(desc: &TextureDesc, axes: usize) -> f32 {
     let norm_int = desc.read_mode == ReadMode::NormalizedFloat;
     let mut tol = if desc.srgb {
         1.0 / 1024.0
@@ -179,12 +179,11 @@ fn tolerance(desc: &TextureDesc, how: Coords, axes: usize) -> f32 {
     };
     if desc.filter_mode == FilterMode::Linear {
         tol += 2.0 * f32::powi(2.0, -12);
-        if how != Coords::Exact {
-            // Away from multiples of 1/256 (interior and random coordinates) the hardware may
-            // take the other 1/256 step of a weight than the model: 1/256 of a neighbour
-            // difference of up to 2 (data in [-1, 1]) per filtered axis.
-            tol += axes as f32 * 2.0 / 256.0;
-        }
+        // The hardware may take another 1/256 step of a weight than the model, even where the
+        // fraction is a multiple of 1/256 (seen on the H200 with driver 580: 0.0005 to 0.003
+        // off at such coordinates): 1/256 of a neighbour difference of up to 2 (data in
+        // [-1, 1]) per filtered axis.
+        tol += axes as f32 * 2.0 / 256.0;
     }
     tol
 }
@@ -695,7 +694,7 @@ fn check_2d<T: Texel>(r: &mut Rng, desc: TextureDesc) {
             &got,
             &want,
             T::CHANNELS as usize,
-            tolerance(&desc, how, 2),
+            tolerance(&desc, 2),
         );
     }
 }
@@ -860,7 +859,7 @@ fn texture_3d_and_layered_fetches_match_the_cpu_sampler() {
                 &gpu_fetch(Fetch::D3, &tex, &xyz, &[]),
                 &want,
                 2,
-                tolerance(&desc, how, 3),
+                tolerance(&desc, 3),
             );
         }
         // 1-D.
@@ -879,7 +878,7 @@ fn texture_3d_and_layered_fetches_match_the_cpu_sampler() {
                 &gpu_fetch(Fetch::D1, &t1, &x, &[]),
                 &want,
                 4,
-                tolerance(&desc, how, 1),
+                tolerance(&desc, 1),
             );
         }
         // Layered 1-D and 2-D.
@@ -919,7 +918,7 @@ fn texture_3d_and_layered_fetches_match_the_cpu_sampler() {
                 &gpu_fetch(Fetch::Layered1, &t1, &x, &lay),
                 &want,
                 1,
-                tolerance(&desc, how, 1),
+                tolerance(&desc, 1),
             );
             let xy: Vec<f32> = (0..n)
                 .flat_map(|_| [coord(&mut r, w, how, false), coord(&mut r, h, how, false)])
@@ -934,7 +933,7 @@ fn texture_3d_and_layered_fetches_match_the_cpu_sampler() {
                 &gpu_fetch(Fetch::Layered2, &t2, &xy, &lay),
                 &want,
                 4,
-                tolerance(&desc, how, 2),
+                tolerance(&desc, 2),
             );
         }
     }
@@ -1129,7 +1128,7 @@ fn pitched_texture_matches_the_cpu_sampler() {
             &gpu_fetch(Fetch::D2, &tex, &xy, &[]),
             &want,
             1,
-            tolerance(&desc, how, 2),
+            tolerance(&desc, 2),
         );
     }
 }
