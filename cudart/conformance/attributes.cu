@@ -46,7 +46,7 @@ int main() {
   check("copied window", v.accessPolicyWindow.base_ptr == buf);
   STEP(cudaStreamGetAttribute(s, (cudaStreamAttrID)15, &v));
   STEP(cudaGetLastError());
-  STEP(cudaStreamGetAttribute(s, cudaStreamAttributePriority, nullptr));
+  // (A null value pointer crashes libcudart 13.0: not asked.)
   STEP(cudaGetLastError());
 
   // Device choice and peer attributes.

@@ -197,7 +197,7 @@ int main() {
   printf("active clusters positive %d\n", clusters > 0);
   STEP(cudaOccupancyMaxPotentialClusterSize(&size, (void*)clustered, &cfg));
   printf("potential cluster size %d\n", size);
-  STEP(cudaOccupancyMaxActiveClusters(&clusters, (void*)clustered, nullptr));
+  // (A null configuration crashes libcudart 13.0: not asked.)
   STEP(cudaGetLastError());
 
   STEP(cudaDestroyTextureObject(tex));

@@ -186,8 +186,10 @@ fn descriptor(
         .checked_mul(elem)
         .ok_or_else(|| fail(ErrorCode::InvalidValue, call))?;
     for s in [&src, &dst] {
+        // Invalid value, not invalid pitch, for cudaMemcpy3D (seen on the GPU; cudaMemcpy2D
+        // answers invalid pitch).
         if s.elem.is_none() && width > s.pitch {
-            return Err(fail(ErrorCode::InvalidPitchValue, call));
+            return Err(fail(ErrorCode::InvalidValue, call));
         }
     }
     let mut p = crate::blank_copy_3d();
@@ -1119,7 +1121,7 @@ mod tests {
         assert_eq!((d.WidthInBytes, d.Height, d.Depth), (64, 3, 2));
         assert_eq!((d.srcPitch, d.dstPitch, d.srcHeight), (64, 128, 4));
         let e = descriptor(lin(64), lin(128), ext(65), "t").err();
-        assert_eq!(e.map(|e| e.code()), Some(ErrorCode::InvalidPitchValue));
+        assert_eq!(e.map(|e| e.code()), Some(ErrorCode::InvalidValue));
         assert!(empty(ext(0)) && !empty(ext(1)));
     }
 

@@ -86,7 +86,14 @@ export! {
             return code(Err(fail(ErrorCode::InvalidValue, "cudaHostGetFlags")));
         }
         // SAFETY: the caller's out-parameter and page-locked pointer (checked by the driver).
-        driver("cuMemHostGetFlags", || unsafe { sys::cuMemHostGetFlags(pFlags, pHost) })
+        let r = driver("cuMemHostGetFlags", || unsafe { sys::cuMemHostGetFlags(pFlags, pHost) });
+        if r == 0 {
+            if let Some(asked) = crate::memory::asked_host_flags(pHost) {
+                // SAFETY: checked non-null above; the driver just wrote it.
+                unsafe { *pFlags = asked };
+            }
+        }
+        r
     }
 }
 

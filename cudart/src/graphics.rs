@@ -118,6 +118,10 @@ export! {
 export! {
     /// `cudaGraphicsResourceSetMapFlags` (none 0, read-only 1, write-discard 2).
     fn cudaGraphicsResourceSetMapFlags(resource: cudaGraphicsResource_t, flags: u32) -> cudaError_t {
+        // A null resource is refused first, as libcudart does (seen on the GPU).
+        if resource.is_null() {
+            return code(Err(fail(ErrorCode::InvalidResourceHandle, "cudaGraphicsResourceSetMapFlags")));
+        }
         if flags > 2 {
             return code(Err(fail(ErrorCode::InvalidValue, "cudaGraphicsResourceSetMapFlags")));
         }

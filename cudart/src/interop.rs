@@ -639,9 +639,11 @@ export! {
             let o = out(mipmappedArray, CALL)?;
             // SAFETY: a readable description or null (refused).
             let d = unsafe { desc.as_ref() }.ok_or_else(|| fail(ErrorCode::InvalidValue, CALL))?;
-            if flags & !0xf != 0 || numLevels == 0 {
+            if flags & !0xf != 0 {
                 return Err(fail(ErrorCode::InvalidValue, CALL));
             }
+            // libcudart accepts no levels (seen on the GPU): one level is made.
+            let numLevels = numLevels.max(1);
             let (f, n) = crate::texture::format(d, CALL)?;
             let a = sys::CUDA_ARRAY3D_DESCRIPTOR {
                 Width: extent.width,

@@ -77,15 +77,34 @@ fn host_alloc(ptr: *mut *mut c_void, size: usize, flags: u32) -> cudaError_t {
     });
     if r == 0 {
         *p = h;
+        HOST_FLAGS.lock().insert(h as usize, (size.max(1), flags));
     }
     r
+}
+
+/// The flags each `cudaHostAlloc` / `cudaMallocHost` allocation was asked for, by base address
+/// and size: the driver is given portable and mapped always, but `cudaHostGetFlags` reports
+/// what the caller asked for, as libcudart does (seen on the GPU: mapped alone reads 2).
+static HOST_FLAGS: parking_lot::Mutex<std::collections::BTreeMap<usize, (usize, u32)>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
+
+/// The flags asked for the allocation holding `p`, if this library made it.
+pub(crate) fn asked_host_flags(p: *const c_void) -> Option<u32> {
+    let p = p as usize;
+    let map = HOST_FLAGS.lock();
+    let (&base, &(size, flags)) = map.range(..=p).next_back()?;
+    (p - base < size).then_some(flags)
 }
 
 export! {
     /// `cudaFreeHost`.
     fn cudaFreeHost(ptr: *mut c_void) -> cudaError_t {
         // SAFETY: the caller's page-locked allocation (the driver checks it).
-        driver("cuMemFreeHost", || unsafe { sys::cuMemFreeHost(ptr) })
+        let r = driver("cuMemFreeHost", || unsafe { sys::cuMemFreeHost(ptr) });
+        if r == 0 {
+            HOST_FLAGS.lock().remove(&(ptr as usize));
+        }
+        r
     }
 }
 

@@ -508,6 +508,9 @@ export! {
             // SAFETY: a writable block of the driver's size (checked in the tests).
             a.check(unsafe { sys::cuTexObjectGetTextureDesc((&mut t as *mut RawTexture).cast(), texObject) }, "cuTexObjectGetTextureDesc")?;
             *o = texture_of(&t);
+            if let Some(b) = crate::texture::border_of(texObject) {
+                o.borderColor = b;
+            }
             Ok(())
         })())
     }

@@ -308,7 +308,19 @@ export! {
     fn cudaGetDeviceProperties(prop: *mut cudaDeviceProp, device: i32) -> cudaError_t {
         code((|| {
             let dst = out(prop, "cudaGetDeviceProperties")?;
-            *dst = to_c(&Device::new(device)?.properties()?);
+            let c = to_c(&Device::new(device)?.properties()?);
+            // Everything up to `reserved`, which libcudart leaves as the caller had it (seen
+            // on the GPU: a buffer filled with 0x5c kept its last 224 bytes).
+            let n = std::mem::offset_of!(cudaDeviceProp, reserved);
+            // SAFETY: `dst` is a valid, writable `cudaDeviceProp` (checked non-null by `out`)
+            // and `c` a distinct local of the same type; `n` is within both.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (&c as *const cudaDeviceProp).cast::<u8>(),
+                    (dst as *mut cudaDeviceProp).cast::<u8>(),
+                    n,
+                )
+            };
             Ok(())
         })())
     }

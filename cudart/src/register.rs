@@ -406,6 +406,12 @@ fn launch_func(
 ) -> cudaError_t {
     match kernel_of_func(func) {
         Ok(k) => launch(k, grid, block, args, shared, s, pt),
+        // Neither a registered stub nor a kernel handle: libcudart takes it for a
+        // `cudaKernel_t` and answers invalid resource handle (seen on the GPU).
+        Err(e) if e.code() == ErrorCode::InvalidDeviceFunction => code(Err(fail(
+            ErrorCode::InvalidResourceHandle,
+            "cudaLaunchKernel",
+        ))),
         Err(e) => code(Err(e)),
     }
 }

@@ -396,6 +396,7 @@ export! {
             let mut obj: sys::CUtexObject = 0;
             // SAFETY: valid out-parameter and descriptions; no view.
             a.check(unsafe { sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null()) }, "cuTexObjectCreate")?;
+            BORDERS.lock().insert(obj, t.borderColor);
             *dst = obj;
             Ok(())
         })())
@@ -409,8 +410,23 @@ export! {
             return 0;
         }
         // SAFETY: the caller's texture object.
-        driver("cuTexObjectDestroy", || unsafe { sys::cuTexObjectDestroy(texObject) })
+        let r = driver("cuTexObjectDestroy", || unsafe { sys::cuTexObjectDestroy(texObject) });
+        if r == 0 {
+            BORDERS.lock().remove(&texObject);
+        }
+        r
     }
+}
+
+/// The border colour each live texture object was made with: the driver's description does
+/// not give it back, libcudart's does (seen on the GPU), so
+/// `cudaGetTextureObjectTextureDesc` takes it from here.
+static BORDERS: parking_lot::Mutex<std::collections::BTreeMap<u64, [f32; 4]>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
+
+/// The border colour texture object `t` was made with here, if it was.
+pub(crate) fn border_of(t: cudaTextureObject_t) -> Option<[f32; 4]> {
+    BORDERS.lock().get(&t).copied()
 }
 
 export! {
