@@ -631,18 +631,18 @@ impl Uses {
             .all(|u| Arc::ptr_eq(&u.queue, queue))
     }
 
-    /// Takes the uses out for a deferred free: each with a fence recorded where possible now
-    /// (so that the reclaimer only has to query), as points to wait for.
+    /// Takes the uses out for a deferred free, as points to wait for. No driver call is made
+    /// here: the reclaimer records the fences it needs (a later fence waits longer, never
+    /// less; each queue keeps its stream alive). With the fences recorded here, on the
+    /// dropping thread, drops of a texture object and of an executable graph whose last use
+    /// was queued behind a running host function took as long as the host function (20 s, on
+    /// the H200 pair with driver 580); the event create and record were the only driver calls
+    /// on that path (`probes/host_fn_block` asks the driver which of them blocks).
     pub(crate) fn take_points(&mut self) -> Vec<(Arc<Queue>, u64)> {
         let list = std::mem::take(self.list.get_mut());
         list.into_iter()
             .filter(|u| u.queue.state.lock().done < u.seq)
-            .map(|u| {
-                // Best effort: on failure the reclaimer asks again (and fails again, leaking
-                // rather than freeing under running work).
-                let _ = u.queue.fence_for(u.seq);
-                (u.queue, u.seq)
-            })
+            .map(|u| (u.queue, u.seq))
             .collect()
     }
 }
