@@ -2,6 +2,7 @@
 // memory and a 3-D array with offsets on every side (sync and async), the deprecated linear
 // array copies that wrap at row ends, array-to-array copies, array queries, and the parameter
 // blocks the runtime refuses. Every copy is checked against a CPU model of the same region.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 #include "common.h"
@@ -118,6 +119,21 @@ int main() {
           ok &= eg[((z * AH + y) * AW + x) * 2 + k] == want;
         }
   check("array box to host, element units", ok);
+  // In which unit the pointer side's x position counts when an array takes part (NVIDIA's
+  // library refused the byte offset 8 above, which fits as bytes but not as 8-byte elements):
+  // x = 2 fits either way; the data says which one the library used.
+  std::fill(eg.begin(), eg.end(), 0u);
+  c.dstPos = make_cudaPos(2, 0, 0);
+  STEP(cudaMemcpy3D(&c));
+  {
+    // First row of the box: 5 elements from array (2, 1, 1).
+    const unsigned* first = &e[((1 * AH + 1) * AW + 2) * 2];
+    const unsigned char* row = reinterpret_cast<const unsigned char*>(eg.data());
+    bool as_elements = memcmp(row + 2 * 8, first, 5 * 8) == 0;
+    bool as_bytes = memcmp(row + 2, first, 5 * 8) == 0;
+    printf("pointer-side x position with an array: %s\n",
+           as_elements ? "elements" : as_bytes ? "bytes" : "neither");
+  }
   // Array -> pitched device -> host.
   c = {};
   c.srcArray = a;
