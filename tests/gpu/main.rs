@@ -151,8 +151,7 @@ fn main() {
                     )
                 };
                 // Each test starts on device 0, whatever a test before it on this worker thread
-                // left current (a two-GPU test that failed half-way leaves device 1 current,
-                // and a module loaded then belongs to device 1).
+                // left current (a two-GPU test that failed half-way leaves device 1 current).
                 if missing.is_none() {
                     let _ = cuda_runtime::set_device(0);
                 }
