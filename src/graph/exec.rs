@@ -126,8 +126,8 @@ pub struct GraphExec {
     /// Tokens of per-node updates, kept by a user object the executable holds.
     acc: Accumulator,
     /// Where it was launched (no memory: its uses are the launches), so that its destruction
-    /// waits for them off the dropping thread: `cuGraphExecDestroy` blocks until the launches
-    /// in flight are done (seen with driver 580).
+    /// runs after them, off the dropping thread (the driver documents that it defers the
+    /// destruction of an executable in flight; the crate does not rely on it).
     launches: crate::memory::Alloc,
     _not_sync: PhantomData<Cell<()>>,
 }
