@@ -27,10 +27,13 @@
 //!
 //! `cargo bench --bench graph` (needs a GPU; without one it prints why and exits).
 
+mod common;
+
 use std::ffi::{c_void, CString};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::{ck, die, ok, CudaError};
 use criterion::Criterion;
 use cuda_runtime::graph::Graph;
 use cuda_runtime::{
@@ -43,18 +46,6 @@ use cudarc::driver::sys;
 const NODES: usize = 100;
 /// The node whose parameters the node-update figure changes.
 const MIDDLE: usize = NODES / 2;
-
-fn die(what: &str) -> ! {
-    eprintln!("graph bench: {what}");
-    std::process::exit(1);
-}
-
-fn ck(r: sys::CUresult, what: &str) {
-    let code = r as u32;
-    if code != 0 {
-        die(&format!("{what} failed with CUresult {code}"));
-    }
-}
 
 fn must<T>(r: cuda_runtime::Result<T>, what: &str) -> T {
     r.unwrap_or_else(|e| die(&format!("{what}: {e}")))
@@ -436,7 +427,6 @@ impl Side for DriverSide {
 // ---------------------------------------------------------------------------------------------
 // libcudart, loaded at run time.
 
-type CudaError = i32;
 type Ptr = *mut c_void;
 
 #[repr(C)]
@@ -491,33 +481,14 @@ struct CudartSide {
     end: Ptr,
 }
 
-fn ok(e: CudaError, what: &str) {
-    if e != 0 {
-        die(&format!("libcudart {what} returned cudaError {e}"));
-    }
-}
-
 impl CudartSide {
     fn load(out: u64) -> Option<CudartSide> {
-        let path = std::env::var("CUDA_RUNTIME_LIBCUDART")
-            .unwrap_or_else(|_| "/usr/local/cuda/lib64/libcudart.so".into());
-        // SAFETY: loading NVIDIA's runtime library runs its initialisers, which only register
-        // with the driver.
-        let lib = match unsafe { libloading::Library::new(&path) } {
-            Ok(l) => l,
-            Err(e) => {
-                println!("libcudart not loaded ({path}: {e}): its column is left empty");
-                return None;
-            }
-        };
+        let lib = common::open_libcudart()?;
         macro_rules! sym {
             ($name:literal) => {
-                // SAFETY: the symbol has the C signature of the field or binding it is
-                // stored in (cuda_runtime_api.h of CUDA 13.0).
-                match unsafe { lib.get($name) } {
-                    Ok(f) => *f,
-                    Err(e) => die(&format!("libcudart lacks a symbol: {e}")),
-                }
+                // SAFETY: the symbol has the C signature of the field or binding it is stored
+                // in (cuda_runtime_api.h of CUDA 13.0).
+                unsafe { common::sym(&lib, $name) }
             };
         }
         let library_load: unsafe extern "C" fn(

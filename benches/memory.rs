@@ -9,26 +9,17 @@
 //! The crate's drop must not wait for that work (the memory is freed once its use is done);
 //! `cuMemFree` and `cudaFree` synchronise the device.
 
+mod common;
+
 use std::ffi::{c_void, CString};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::{ck, die, ok, CudaError};
 use criterion::Criterion;
 use cuda_runtime::{kernels, DeviceBuffer, HostAllocFlags, LaunchConfig, PinnedBuffer, Stream};
 use cudarc::driver::sys;
 
-fn die(what: &str) -> ! {
-    println!("memory bench failed: {what}");
-    std::process::exit(1);
-}
-
-fn ck(r: sys::CUresult, what: &str) {
-    if r != sys::CUresult::CUDA_SUCCESS {
-        die(&format!("{what} returned {r:?}"));
-    }
-}
-
-type CudaError = i32;
 type CudaStream = *mut c_void;
 
 struct Cudart {
@@ -44,32 +35,14 @@ struct Cudart {
     stream: CudaStream,
 }
 
-fn ok(e: CudaError, what: &str) {
-    if e != 0 {
-        die(&format!("libcudart {what} returned cudaError {e}"));
-    }
-}
-
 impl Cudart {
     fn load() -> Option<Cudart> {
-        let path = std::env::var("CUDA_RUNTIME_LIBCUDART")
-            .unwrap_or_else(|_| "/usr/local/cuda/lib64/libcudart.so".into());
-        // SAFETY: loading NVIDIA's runtime library runs its initialisers, which only register
-        // with the driver.
-        let lib = match unsafe { libloading::Library::new(&path) } {
-            Ok(l) => l,
-            Err(e) => {
-                println!("libcudart not loaded ({path}: {e}): its column is left empty");
-                return None;
-            }
-        };
+        let lib = common::open_libcudart()?;
         macro_rules! sym {
             ($name:literal) => {
-                // SAFETY: the symbol has the C signature of the field (CUDA 13.0 headers).
-                match unsafe { lib.get($name) } {
-                    Ok(f) => *f,
-                    Err(e) => die(&format!("libcudart lacks a symbol: {e}")),
-                }
+                // SAFETY: the symbol has the C signature of the field or binding it is stored
+                // in (cuda_runtime_api.h of CUDA 13.0).
+                unsafe { common::sym(&lib, $name) }
             };
         }
         let stream_create: unsafe extern "C" fn(*mut CudaStream) -> CudaError =

@@ -16,10 +16,13 @@
 //!
 //! `cargo bench` (needs a GPU; without one it prints why and exits).
 
+mod common;
+
 use std::ffi::{c_void, CString};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::{ck, die, ok, CudaError};
 use criterion::Criterion;
 use cuda_runtime::{
     kernels, AccessPolicyWindow, AccessProperty, DeviceBuffer, Event, EventFlags, LaunchConfig,
@@ -28,18 +31,6 @@ use cuda_runtime::{
 use cudarc::driver::sys;
 
 /// Fails the bench with a message (no panic backtrace).
-fn die(what: &str) -> ! {
-    eprintln!("runtime bench: {what}");
-    std::process::exit(1);
-}
-
-fn ck(r: sys::CUresult, what: &str) {
-    let code = r as u32;
-    if code != 0 {
-        die(&format!("{what} failed with CUresult {code}"));
-    }
-}
-
 /// The raw driver side: its own stream, module, functions and event in the primary context.
 struct Raw {
     stream: sys::CUstream,
@@ -189,7 +180,6 @@ fn extended_attrs(priority: i32, base: u64) -> [sys::CUlaunchAttribute; 3] {
     [p, d, w]
 }
 
-type CudaError = i32;
 type CudaStream = *mut c_void;
 type HostFn = unsafe extern "C" fn(*mut c_void);
 
@@ -224,33 +214,14 @@ struct Cudart {
     event: *mut c_void,
 }
 
-fn ok(e: CudaError, what: &str) {
-    if e != 0 {
-        die(&format!("libcudart {what} returned cudaError {e}"));
-    }
-}
-
 impl Cudart {
     fn load() -> Option<Cudart> {
-        let path = std::env::var("CUDA_RUNTIME_LIBCUDART")
-            .unwrap_or_else(|_| "/usr/local/cuda/lib64/libcudart.so".into());
-        // SAFETY: loading NVIDIA's runtime library runs its initialisers, which only register
-        // with the driver.
-        let lib = match unsafe { libloading::Library::new(&path) } {
-            Ok(l) => l,
-            Err(e) => {
-                println!("libcudart not loaded ({path}: {e}): its column is left empty");
-                return None;
-            }
-        };
+        let lib = common::open_libcudart()?;
         macro_rules! sym {
             ($name:literal) => {
-                // SAFETY: the symbol has the C signature declared in the field's type
-                // (cuda_runtime_api.h of CUDA 13.0).
-                match unsafe { lib.get($name) } {
-                    Ok(f) => *f,
-                    Err(e) => die(&format!("libcudart lacks a symbol: {e}")),
-                }
+                // SAFETY: the symbol has the C signature of the field or binding it is stored
+                // in (cuda_runtime_api.h of CUDA 13.0).
+                unsafe { common::sym(&lib, $name) }
             };
         }
         let library_load: unsafe extern "C" fn(
