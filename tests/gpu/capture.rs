@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::common::{assert_same, random_u32, rng};
+use crate::common::{assert_same, eventually, random_ints_f32, random_u32, rng, vadd_module};
 use cuda_runtime::graph::{
     CaptureMode, CaptureModeGuard, CaptureStatus, Graph, GraphNodeType, MemsetValue,
 };
@@ -42,26 +42,6 @@ crate::tests![
     legacy_stream_capture_is_refused_and_the_per_thread_stream_captures,
     status_and_info_during_a_capture,
 ];
-
-/// Small integers as floats, so that sums are exact.
-fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| r.i32(-100..100) as f32).collect()
-}
-
-fn vadd_module() -> Module {
-    Module::from_ptx(kernels::vector_add::PTX).unwrap()
-}
-
-/// Polls `done`, calling the crate between polls (which releases what finished graphs held),
-/// for up to 10 s.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < end, "{what}: not within 10 s");
-        Device::current().unwrap().synchronize().unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn code(r: Result<impl std::fmt::Debug, Error>) -> ErrorCode {
     r.expect_err("expected an error").code()

@@ -283,3 +283,32 @@ pub fn run_in_child_within(name: &str, limit: std::time::Duration) -> String {
         }
     }
 }
+
+/// Small integers as floats, so that sums are exact.
+pub fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| r.i32(-100..100) as f32).collect()
+}
+
+/// The crate's `vadd` kernel as a user module (`vadd(a, a_len, b, b_len, c, c_len)`).
+pub fn vadd_module() -> cuda_runtime::Module {
+    cuda_runtime::Module::from_ptx(cuda_runtime::kernels::vector_add::PTX).unwrap()
+}
+
+/// The crate's spinning kernels as a user module (`spin_read_sum` and the others).
+pub fn spin_module() -> cuda_runtime::Module {
+    cuda_runtime::Module::from_ptx(cuda_runtime::kernels::spin::PTX).unwrap()
+}
+
+/// Polls `done`, calling the crate between polls (which releases what finished graphs held),
+/// for up to 10 s.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < end, "{what}: not within 10 s");
+        cuda_runtime::Device::current()
+            .unwrap()
+            .synchronize()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

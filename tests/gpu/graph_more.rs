@@ -8,9 +8,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use crate::common::{assert_close, assert_same, random_u32, rng};
+use crate::common::{
+    assert_close, assert_same, eventually, random_ints_f32, random_u32, rng, vadd_module,
+};
 use cuda_runtime::graph::{
     CaptureDependencies, CaptureMode, Graph, GraphNodeType, InstantiateFlags, InstantiateOptions,
     MemsetValue, UserObject,
@@ -30,25 +31,6 @@ crate::tests![
     user_objects_live_until_graphs_executables_and_handles_are_gone,
     capture_dependencies_added_and_replaced,
 ];
-
-fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| r.i32(-100..100) as f32).collect()
-}
-
-fn vadd_module() -> Module {
-    Module::from_ptx(kernels::vector_add::PTX).unwrap()
-}
-
-/// Waits (at most 10 s) for `done`, running crate calls meanwhile (deferred releases run at
-/// the next call that enters a device).
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(10), "{what}: never");
-        Device::current().unwrap().synchronize().unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn node_queries_removal_and_find_in_clone() {
     let mut r = rng();

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::common::{assert_same, random_u32, rng};
+use crate::common::{assert_same, random_ints_f32, random_u32, rng, vadd_module};
 use cuda_runtime::graph::{
     ConditionalKind, Graph, GraphMemAttribute, InstantiateOptions, MemsetValue,
 };
@@ -29,14 +29,6 @@ crate::tests![
     a_copy_cannot_bypass_the_while_body_check,
     while_bodies_of_child_graphs_only_are_refused,
 ];
-
-fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| r.i32(-100..100) as f32).collect()
-}
-
-fn vadd_module() -> Module {
-    Module::from_ptx(kernels::vector_add::PTX).unwrap()
-}
 
 fn memset_memcpy_and_host_node_updates_change_future_launches() {
     let mut r = rng();

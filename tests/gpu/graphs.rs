@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::{assert_same, random_u32, rng};
+use crate::common::{
+    assert_same, eventually, random_ints_f32, random_u32, rng, spin_module, vadd_module,
+};
 use cuda_runtime::graph::{DotFlags, Graph, GraphNodeType, MemsetValue};
 use cuda_runtime::{
-    kernel_args, kernels, Device, DeviceBuffer, Error, ErrorCode, Event, HostAllocFlags,
-    LaunchConfig, Module, PinnedBuffer, Stream,
+    kernel_args, DeviceBuffer, Error, ErrorCode, Event, HostAllocFlags, LaunchConfig, PinnedBuffer,
+    Stream,
 };
 
 crate::tests![
@@ -24,30 +26,6 @@ crate::tests![
     bad_nodes_are_refused_with_typed_errors,
     child_graph_clone_and_event_nodes,
 ];
-
-/// Small integers as floats, so that sums are exact.
-fn random_ints_f32(r: &mut fastrand::Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| r.i32(-100..100) as f32).collect()
-}
-
-fn vadd_module() -> Module {
-    Module::from_ptx(kernels::vector_add::PTX).unwrap()
-}
-
-fn spin_module() -> Module {
-    Module::from_ptx(kernels::spin::PTX).unwrap()
-}
-
-/// Polls `done`, calling the crate between polls (which releases what finished graphs held),
-/// for up to 10 s.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < end, "{what}: not within 10 s");
-        Device::current().unwrap().synchronize().unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn explicit_graph_matches_the_same_work_on_a_stream() {
     let mut r = rng();

@@ -5,7 +5,7 @@
 //! The kernels are the crate's test kernels loaded as user PTX (`Module::from_ptx`), so the
 //! launches below go through the user path only.
 
-use crate::common::{assert_close, assert_same, random_f32, rng};
+use crate::common::{assert_close, assert_same, random_f32, rng, spin_module};
 use cuda_runtime::{
     kernel_args, kernels, Device, DeviceBuffer, Error, HostAllocFlags, KernelArg, LaunchConfig,
     ManagedBuffer, Module, PinnedBuffer, Stream, StreamFlags,
@@ -23,10 +23,6 @@ crate::tests![
 /// The expected output of `write_index`.
 fn index_hash(n: usize) -> Vec<u32> {
     (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect()
-}
-
-fn spin_module() -> Module {
-    Module::from_ptx(kernels::spin::PTX).unwrap()
 }
 
 fn typed_arguments_launch_and_match_cpu() {
