@@ -17,6 +17,11 @@
 //!   texels per filtered axis. The blend itself is
 //!   computed in `f64` and rounded to `f32`: the hardware's arithmetic may differ in the last
 //!   bits.
+//! * **1-D linear filtering** as the hardware does it (seen on the H200): as 2-D filtering at
+//!   y = 0 over one row, so that with the y address mode [`AddressMode::Border`] half of each
+//!   result is the border colour; with any other y mode the row itself.
+//! * **The border colour** of normalised 8- and 16-bit integer reads held in the texel's
+//!   format: rounded to the nearest `k / MAX` (seen on the H200).
 //! * **Read modes**: element type (floats, and fp16 promoted to float), and normalised floats
 //!   for 8- and 16-bit integers (`v / MAX`, signed values clamped at -1); **sRGB** to linear
 //!   conversion of the first three channels of 8-bit texels before filtering (by the sRGB
@@ -154,8 +159,32 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
     fn texel_or_border(&self, x: Idx, y: Idx, z: usize) -> [f32; 4] {
         match (x, y) {
             (Some(x), Some(y)) => self.texel(x, y, z),
-            _ => self.desc.border_color,
+            _ => self.border(),
         }
+    }
+
+    /// The border colour as the texture reads it: for normalised reads of 8- and 16-bit
+    /// integers, held in the texel's format (rounded to the nearest `k / MAX`, seen on the
+    /// H200: a border of 0.41708 read back from `i8` texels as 53/127); as given otherwise.
+    fn border(&self) -> [f32; 4] {
+        let max = match T::FORMAT {
+            ArrayFormat::U8 => 255.0,
+            ArrayFormat::U16 => 65535.0,
+            ArrayFormat::I8 => 127.0,
+            ArrayFormat::I16 => 32767.0,
+            _ => return self.desc.border_color,
+        };
+        if self.desc.read_mode != ReadMode::NormalizedFloat {
+            return self.desc.border_color;
+        }
+        let lo = if matches!(T::FORMAT, ArrayFormat::I8 | ArrayFormat::I16) {
+            -1.0
+        } else {
+            0.0
+        };
+        self.desc
+            .border_color
+            .map(|c| ((c * max).round() / max).clamp(lo, 1.0))
     }
 
     /// The texel coordinate `c` maps to on an axis of `n` texels, before addressing.
@@ -226,14 +255,17 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
             };
             return match z {
                 Some(z) => self.texel_or_border(x, y, z),
-                None => self.desc.border_color,
+                None => self.border(),
             };
         }
         let ax = self.linear_axis(coords[0], n[0], m[0]);
+        // A 1-D fetch filters as a 2-D one at y = 0 on one row (seen on the H200): half of the
+        // row below it, which is the row itself unless the y address mode is border, where it
+        // is the border colour.
         let ay = if d >= 2 {
             self.linear_axis(coords[1], n[1], m[1])
         } else {
-            (Some(0), Some(0), 0.0)
+            self.linear_axis(0.0, 1, m[1])
         };
         let az = if d >= 3 {
             self.linear_axis(coords[2], n[2], m[2])
@@ -250,7 +282,7 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
                     }
                     let t = match zi {
                         Some(z) => self.texel_or_border(xi, yi, z),
-                        None => self.desc.border_color,
+                        None => self.border(),
                     };
                     for (a, v) in acc.iter_mut().zip(t) {
                         *a += w * v as f64;
@@ -496,8 +528,38 @@ mod tests {
             desc(FilterMode::Linear, AddressMode::Border, false),
         )
         .unwrap();
-        // Half way between the border (-7) and texel 0 (8).
+        // Half way between the border (-7) and texel 0 (8) on x, then half of that and half
+        // the border again on y (the hardware filters a 1-D fetch at y = 0).
+        assert_eq!(t.sample_1d(0.0)[0], 0.5 * 0.5 + 0.5 * -7.0);
+        // With y clamped, only x blends with the border.
+        let mut d = desc(FilterMode::Linear, AddressMode::Border, false);
+        d.address_mode[1] = AddressMode::Clamp;
+        let t = CpuTexture::new(&data, ArrayShape::D1 { width: 2 }, d).unwrap();
         assert_eq!(t.sample_1d(0.0)[0], 0.5);
+        assert_eq!(t.sample_1d(1.0)[0], 8.0);
+    }
+
+    #[test]
+    fn the_border_of_normalised_integer_reads_is_held_in_the_texel_format() {
+        let data = [[0i8, 0]];
+        let mut d = desc(FilterMode::Point, AddressMode::Border, false);
+        d.read_mode = ReadMode::NormalizedFloat;
+        d.border_color = [0.4170784, -0.8348, 2.0, -3.0];
+        let t = CpuTexture::new(&data, ArrayShape::D2 { width: 1, height: 1 }, d).unwrap();
+        let b = t.sample_2d(-1.0, 0.5);
+        assert_eq!(b[0], 53.0 / 127.0);
+        assert_eq!(b[1], -106.0 / 127.0);
+        assert_eq!(&b[2..], &[1.0, -1.0]);
+        // Unsigned: [0, 1]; floats: as given.
+        let du = [0u16];
+        let tu = CpuTexture::new(&du, ArrayShape::D1 { width: 1 }, d).unwrap();
+        assert_eq!(tu.sample_1d(-1.0)[0], (0.4170784f32 * 65535.0).round() / 65535.0);
+        assert_eq!(tu.sample_1d(-1.0)[1], 0.0);
+        let mut df = d;
+        df.read_mode = ReadMode::ElementType;
+        let f = [0f32];
+        let tf = CpuTexture::new(&f, ArrayShape::D1 { width: 1 }, df).unwrap();
+        assert_eq!(tf.sample_1d(-1.0), df.border_color);
     }
 
     #[test]
