@@ -9,6 +9,7 @@
 #include <unistd.h>
 using clk = std::chrono::steady_clock;
 static void CUDART_CB sleeper(void*) { sleep(2); }
+__device__ int table[8192];
 __global__ void k(float* p) { if (p) p[threadIdx.x] += 1.0f; }
 static double ms(clk::time_point t) {
   return std::chrono::duration<double, std::milli>(clk::now() - t).count();
@@ -31,6 +32,24 @@ int main() {
   cudaTextureDesc td = {};
   cudaTextureObject_t tex; cudaCreateTextureObject(&tex, &rd, &td, nullptr);
   cudaDeviceSynchronize();
+  int* pinned; cudaMallocHost(&pinned, 8192 * 4);
+  float* spare; cudaMalloc(&spare, 1 << 20);
+  cudaDeviceSynchronize();
+  {
+    printf("-- round c: host fn at the head of s, creations and copies elsewhere\n");
+    cudaLaunchHostFunc(s, sleeper, nullptr);
+    k<<<1, 32, 0, s>>>(d);
+    cudaTextureObject_t t2;
+    T("cudaCreateTextureObject", cudaCreateTextureObject(&t2, &rd, &td, nullptr));
+    cudaArray_t a2;
+    T("cudaMallocArray", cudaMallocArray(&a2, &cd, 64, 64));
+    T("cudaMemcpyToSymbolAsync (pinned, other)", cudaMemcpyToSymbolAsync(table, pinned, 4000 * 4, 40, cudaMemcpyHostToDevice, other));
+    T("cudaMemcpyAsync HtoD (pinned, other)", cudaMemcpyAsync(d, pinned, 4096, cudaMemcpyHostToDevice, other));
+    T("cudaMemcpyToSymbolAsync (pinned, s)", cudaMemcpyToSymbolAsync(table, pinned, 4000 * 4, 40, cudaMemcpyHostToDevice, s));
+    T("cuMemcpyHtoDAsync (pinned, s)", cuMemcpyHtoDAsync((CUdeviceptr)d, pinned, 4096, (CUstream)s));
+    T("cudaFreeAsync (cudaMalloc memory, other)", cudaFreeAsync(spare, other));
+    T("cudaStreamSynchronize(s)", cudaStreamSynchronize(s));
+  }
   for (int round = 0; round < 2; round++) {
     printf("-- round %d: host fn at the head of s, %s behind it\n", round, round ? "a graph launch" : "a kernel");
     cudaLaunchHostFunc(s, sleeper, nullptr);
