@@ -230,12 +230,12 @@ impl Active {
         match &*l {
             Some(q) if q.generation == self.guard.generation => q.clone(),
             _ => {
-                let q = Arc::new(Queue::new(
+                let q = Queue::new_registered(
                     0x1usize as sys::CUstream,
                     self.dev.ordinal,
                     self.guard.generation,
                     QueueKind::Legacy,
-                ));
+                );
                 *l = Some(q.clone());
                 q
             }

@@ -59,7 +59,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -260,6 +260,48 @@ impl Queue {
             watch: AtomicU32::new(0),
             inflight: AtomicU32::new(0),
             capture_lock: RwLock::new(()),
+        }
+    }
+
+    /// A new queue, known to the idle check of frees that wait for the whole device
+    /// ([`defer_free_blocking`]).
+    pub(crate) fn new_registered(
+        raw: sys::CUstream,
+        device: i32,
+        generation: u64,
+        kind: QueueKind,
+    ) -> Arc<Queue> {
+        let q = Arc::new(Queue::new(raw, device, generation, kind));
+        let mut r = registry().lock();
+        if r.0.len() >= r.1 {
+            r.0.retain(|w| w.strong_count() > 0);
+            r.1 = (2 * r.0.len()).max(64);
+        }
+        r.0.push(Arc::downgrade(&q));
+        q
+    }
+
+    /// Whether the queue has nothing left to run, as far as can be known without blocking or
+    /// disturbing a capture: a created stream is asked (`cuStreamQuery`, unless it is being
+    /// captured); a default stream's last numbered submission is checked (host functions
+    /// without uses there are not seen). `a`: the queue's context, current.
+    fn idle(&self, a: &Active) -> bool {
+        match self.kind {
+            QueueKind::Owned => {
+                // Held so that no capture begins between the check and the query.
+                let e = self.enter();
+                if e.watched() && self.capturing(a) {
+                    return true;
+                }
+                // SAFETY: the stream lives as long as its queue (held by the caller), in the
+                // current context; a query queues nothing.
+                let r = driver::rc(relaxed(|| unsafe { sys::cuStreamQuery(self.raw()) }));
+                drop(e);
+                r != 600
+            }
+            QueueKind::Legacy | QueueKind::PerThread => {
+                !matches!(self.is_done(self.seq.load(Ordering::SeqCst)), Ok(false))
+            }
         }
     }
 
@@ -928,6 +970,33 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
     }
 }
 
+/// The queues made so far (weakly held) and the length at which the dead ones are dropped.
+type Registry = Mutex<(Vec<Weak<Queue>>, usize)>;
+
+fn registry() -> &'static Registry {
+    static R: OnceLock<Registry> = OnceLock::new();
+    R.get_or_init(|| Mutex::new((Vec::new(), 64)))
+}
+
+/// Whether no queue of the crate in context (`device`, `generation`) has work left to run (see
+/// [`Queue::idle`]): the condition for a free that waits for the whole device to return at once.
+fn device_idle(device: i32, generation: u64) -> bool {
+    let Ok(Some(a)) = context::enter_live(device, generation) else {
+        // The context is gone (the free has nothing to wait for) or cannot be entered now
+        // (the free reports why).
+        return true;
+    };
+    let queues: Vec<Arc<Queue>> = registry()
+        .lock()
+        .0
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|q| q.device == device && q.generation == generation)
+        .collect();
+    // (Dropped after the registry's lock: the last handle of a queue destroys its stream.)
+    queues.iter().all(|q| q.idle(&a))
+}
+
 /// The point in `queue` of a stream-ordered allocation just queued there (other queues are
 /// ordered after it; the free follows it on the same queue).
 pub(crate) fn note_alloc(queue: &Queue) -> u64 {
@@ -951,7 +1020,16 @@ struct Grave {
     during: &'static str,
     /// A failed wait was recorded as the device's deferred error (once, not at every poll).
     reported: bool,
+    /// The free waits for the whole device (`cuArrayDestroy`): it is made only once the
+    /// device's queues are idle as well, or [`IDLE_GRACE`] after it was deferred (see
+    /// [`defer_free_blocking`]).
+    whole_device: bool,
+    since: Instant,
 }
+
+/// How long a free that waits for the whole device waits for the device to be idle before it
+/// is made anyway (work that never pauses must not keep arrays from the driver for ever).
+const IDLE_GRACE: Duration = Duration::from_secs(1);
 
 struct Yard {
     graves: Mutex<Vec<Grave>>,
@@ -1004,7 +1082,14 @@ pub(crate) fn defer_free(
 }
 
 /// As [`defer_free`], for a free that waits for the whole device (the destruction of a CUDA
-/// array): it runs on a reclaimer of its own, so that it holds up no other free.
+/// array): it runs on a reclaimer of its own, so that it holds up no other free, and only once
+/// every queue of the device is idle as well. While `cuArrayDestroy` waits for the device it
+/// holds a lock of the driver that every thread's `cuArrayCreate`, `cuEventCreate`,
+/// `cuTexObjectCreate` and copies need (seen on the H200 pair, driver 580: a texture created
+/// beside an array destroy stalled for as long as an unrelated stream's host function ran).
+/// Destroyed when idle, it returns at once and holds the lock for no time. Under work that
+/// never pauses the destroy is made after [`IDLE_GRACE`] anyway (and then holds the lock for as
+/// long as the work queued at that moment runs).
 pub(crate) fn defer_free_blocking(
     device: i32,
     generation: u64,
@@ -1031,6 +1116,8 @@ fn bury_later(
         free,
         during,
         reported: false,
+        whole_device: yard == 1,
+        since: Instant::now(),
     });
     y.wake.notify_one();
 }
@@ -1079,6 +1166,9 @@ fn ready(g: &mut Grave) -> bool {
     }
     g.waits = keep;
     g.waits.is_empty()
+        && (!g.whole_device
+            || g.since.elapsed() >= IDLE_GRACE
+            || device_idle(g.device, g.generation))
 }
 
 fn reclaimer(y: &Yard) {
@@ -1161,9 +1251,11 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
     }
     let end = Instant::now() + patience;
     loop {
-        let pending = yards().iter().any(|y| {
-            y.busy.load(Ordering::Acquire) > 0 || y.graves.lock().iter().any(|g| g.device == device)
-        });
+        // (Frees that wait for the whole device are not waited for here: they wait for the
+        // device to be idle, which other threads' work may postpone past any patience.)
+        let y0 = &yards()[0];
+        let pending = y0.busy.load(Ordering::Acquire) > 0
+            || y0.graves.lock().iter().any(|g| g.device == device);
         if !pending {
             return false;
         }

@@ -172,14 +172,14 @@ impl Stream {
                 unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.bits(), priority) },
                 "cuStreamCreateWithPriority",
             )?;
-            let queue = Queue::new(raw, a.dev.ordinal, a.generation(), QueueKind::Owned);
+            let queue = Queue::new_registered(raw, a.dev.ordinal, a.generation(), QueueKind::Owned);
             Ok(Stream {
                 inner: Arc::new(StreamInner {
                     raw: Raw(raw),
                     device: a.dev.ordinal,
                     generation: a.generation(),
                     kind: Kind::Owned,
-                    queue: Some(Arc::new(queue)),
+                    queue: Some(queue),
                     host_panics: Arc::default(),
                 }),
             })
@@ -578,14 +578,7 @@ impl Drop for PerThreadQueues {
 /// The calling thread's per-thread default stream's queue in the entered context.
 pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
     let (device, generation) = a.id();
-    let make = || {
-        Arc::new(Queue::new(
-            per_thread_raw(),
-            device,
-            generation,
-            QueueKind::PerThread,
-        ))
-    };
+    let make = || Queue::new_registered(per_thread_raw(), device, generation, QueueKind::PerThread);
     PER_THREAD
         .try_with(|v| {
             let Ok(mut v) = v.try_borrow_mut() else {

@@ -17,15 +17,15 @@
 //!   texels per filtered axis. The blend itself is
 //!   computed in `f64` and rounded to `f32`: the hardware's arithmetic may differ in the last
 //!   bits.
-//! * **1-D linear filtering** as the hardware does it (seen on the H200): as 2-D filtering at
-//!   y = 0 over one row, so that with the y address mode [`AddressMode::Border`] half of each
+//! * **1-D linear filtering** of 1-D arrays as the hardware does it (seen on the H200): as 2-D
+//!   filtering at y = 0 over one row (layered 1-D arrays are filtered along x only), so that with the y address mode [`AddressMode::Border`] half of each
 //!   result is the border colour; with any other y mode the row itself.
 //! * **The border colour** of normalised 8- and 16-bit integer reads held in the texel's
 //!   format: rounded to the nearest `k / MAX` (seen on the H200).
 //! * **Read modes**: element type (floats, and fp16 promoted to float), and normalised floats
 //!   for 8- and 16-bit integers (`v / MAX`, signed values clamped at -1); **sRGB** to linear
 //!   conversion of the first three channels of 8-bit texels before filtering (by the sRGB
-//!   formula: the hardware's table may differ in the last bits).
+//!   formula: the hardware's conversion differed from it by up to 0.0016 on the H200).
 //! * **Cubemaps**: the face and face coordinates of a direction (the guide's table), then 2-D
 //!   addressing on that face (without seamless filtering).
 //! * **Gather** (`tex2Dgather`): one channel of the four texels bilinear filtering would use, in
@@ -259,13 +259,15 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
             };
         }
         let ax = self.linear_axis(coords[0], n[0], m[0]);
-        // A 1-D fetch filters as a 2-D one at y = 0 on one row (seen on the H200): half of the
-        // row below it, which is the row itself unless the y address mode is border, where it
-        // is the border colour.
+        // A 1-D fetch of a (not layered) 1-D array filters as a 2-D one at y = 0 on one row
+        // (seen on the H200): half of the row below it, which is the row itself unless the y
+        // address mode is border, where it is the border colour. (Layered 1-D fetches do not.)
         let ay = if d >= 2 {
             self.linear_axis(coords[1], n[1], m[1])
-        } else {
+        } else if matches!(self.shape, ArrayShape::D1 { .. }) {
             self.linear_axis(0.0, 1, m[1])
+        } else {
+            (Some(0), Some(0), 0.0)
         };
         let az = if d >= 3 {
             self.linear_axis(coords[2], n[2], m[2])
@@ -545,7 +547,15 @@ mod tests {
         let mut d = desc(FilterMode::Point, AddressMode::Border, false);
         d.read_mode = ReadMode::NormalizedFloat;
         d.border_color = [0.4170784, -0.8348, 2.0, -3.0];
-        let t = CpuTexture::new(&data, ArrayShape::D2 { width: 1, height: 1 }, d).unwrap();
+        let t = CpuTexture::new(
+            &data,
+            ArrayShape::D2 {
+                width: 1,
+                height: 1,
+            },
+            d,
+        )
+        .unwrap();
         let b = t.sample_2d(-1.0, 0.5);
         assert_eq!(b[0], 53.0 / 127.0);
         assert_eq!(b[1], -106.0 / 127.0);
@@ -553,7 +563,10 @@ mod tests {
         // Unsigned: [0, 1]; floats: as given.
         let du = [0u16];
         let tu = CpuTexture::new(&du, ArrayShape::D1 { width: 1 }, d).unwrap();
-        assert_eq!(tu.sample_1d(-1.0)[0], (0.4170784f32 * 65535.0).round() / 65535.0);
+        assert_eq!(
+            tu.sample_1d(-1.0)[0],
+            (0.4170784f32 * 65535.0).round() / 65535.0
+        );
         assert_eq!(tu.sample_1d(-1.0)[1], 0.0);
         let mut df = d;
         df.read_mode = ReadMode::ElementType;
@@ -678,6 +691,29 @@ mod tests {
         assert_eq!(t.sample_1d_layered(1.5, 1)[0], 3000.0 / 65535.0);
         assert!((t.sample_1d_layered(1.0, 2)[0] - 4500.0 / 65535.0).abs() < 1e-7);
         assert_eq!(t.sample_1d_layered(0.5, 9)[0], 4000.0 / 65535.0);
+        // A border y mode changes nothing for layers (unlike a 1-D array's fetch).
+        let border_y = TextureDesc {
+            read_mode: ReadMode::NormalizedFloat,
+            filter_mode: FilterMode::Linear,
+            address_mode: [AddressMode::Clamp, AddressMode::Border, AddressMode::Clamp],
+            border_color: [1.0; 4],
+            ..TextureDesc::default()
+        };
+        let tb = CpuTexture::new(
+            &data,
+            ArrayShape::Layered1D {
+                width: 2,
+                layers: 3,
+            },
+            border_y,
+        )
+        .unwrap();
+        assert_eq!(tb.sample_1d_layered(1.5, 1)[0], 3000.0 / 65535.0);
+        let d1 = CpuTexture::new(&data[2..4], ArrayShape::D1 { width: 2 }, border_y).unwrap();
+        assert_eq!(
+            d1.sample_1d(1.5)[0],
+            (0.5 * (3000.0 / 65535.0) + 0.5) as f32
+        );
         assert!(float_result(ArrayFormat::U16, ReadMode::NormalizedFloat));
         assert!(!float_result(ArrayFormat::U32, ReadMode::NormalizedFloat));
     }
