@@ -220,13 +220,18 @@ fn symbol_copies_with_page_locked_memory_are_asynchronous() {
     assert!(matches!(e, Error::OutOfRange { len: N, .. }), "{e}");
     // A read-only registration is not a destination (where the device registers host memory
     // read-only; elsewhere the driver refuses the registration itself).
-    let host = vec![0i32; 16];
+    // A whole page of its own: a registration of a few bytes covers their page, which other
+    // threads' registrations of the heap beside it may overlap (the driver then refused the
+    // read-only registration with InvalidValue, seen in the full GPU suite).
+    let backing = vec![0i32; 3 * 1024];
+    let skip = backing.as_ptr().align_offset(4096);
+    let host = &backing[skip..skip + 1024];
     let read_only = cuda_runtime::Device::current()
         .unwrap()
         .attribute(cuda_runtime::DeviceAttribute::HostRegisterReadOnlySupported)
         .unwrap()
         != 0;
-    let r = HostRegistration::with_read_only(&host, HostRegisterFlags::empty(), |reg| {
+    let r = HostRegistration::with_read_only(host, HostRegisterFlags::empty(), |reg| {
         let e = table.copy_to_pinned_at_async(0, reg, &s).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
     });
