@@ -673,6 +673,16 @@ impl Uses {
             .all(|u| Arc::ptr_eq(&u.queue, queue))
     }
 
+    /// The uses' points not known complete (as [`take_points`](Self::take_points), leaving
+    /// the uses noted).
+    pub(crate) fn points(&self) -> Vec<(Arc<Queue>, u64)> {
+        let list = self.list.lock().clone();
+        list.into_iter()
+            .filter(|u| u.queue.state.lock().done < u.seq)
+            .map(|u| (u.queue, u.seq))
+            .collect()
+    }
+
     /// Takes the uses out for a deferred free, as points to wait for. No driver call is made
     /// here: the reclaimer records the fences it needs (a later fence waits longer, never
     /// less; each queue keeps its stream alive). With the fences recorded here, on the

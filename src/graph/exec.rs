@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::keep::{self, Accumulator, KeyedBundle, Token};
+use super::keep::{self, Accumulator, ExecRefs, KeyedBundle};
 use super::nodes::{
     host_params, kernel_bundle, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
 };
@@ -112,10 +112,10 @@ pub(crate) fn update_reason(result: u32) -> &'static str {
 /// An executable graph (`cudaGraphExec_t`), instantiated from a [`Graph`] and launched on
 /// streams.
 ///
-/// It keeps what its nodes refer to alive (through the references the driver copied from the
-/// graph's user objects, see the [module docs](super)), and its source graph, whose nodes name
-/// its nodes in per-node updates. Dropping it while a launch runs is safe: the driver destroys
-/// it once the launch is done, and what the launch uses is released after that.
+/// It keeps what its nodes refer to alive (through references of its own to the graph's user
+/// objects, see the [module docs](super)), and its source graph, whose nodes name its nodes in
+/// per-node updates. Dropping it while a launch runs is safe: its launches are tracked as uses,
+/// and it is destroyed, and what the launches use released, once they are done.
 ///
 /// `Send` but not `Sync`: the driver does not synchronise an executable's calls.
 pub struct GraphExec {
@@ -123,8 +123,10 @@ pub struct GraphExec {
     device: i32,
     generation: u64,
     source: Arc<GraphShared>,
-    /// Tokens of per-node updates, kept by a user object the executable holds.
-    acc: Accumulator,
+    /// References to the graph's user objects (not copied to the executable by the driver,
+    /// see `keep::Lifted`) and the tokens of per-node updates; released once the
+    /// launches are done. (`None` only inside `drop`.)
+    kept: Option<ExecRefs>,
     /// Where it was launched (no memory: its uses are the launches), so that its destruction
     /// runs after them, off the dropping thread (the driver documents that it defers the
     /// destruction of an executable in flight; the crate does not rely on it).
@@ -144,16 +146,19 @@ impl std::fmt::Debug for GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let raw = self.raw;
+        let kept = self.kept.take();
         let destroy = move |a: &Active| {
             // SAFETY: the executable is live and this is its only handle; its launches are
-            // done (no point left to wait for, or the waits of the deferred free), and kept
-            // their user objects' references until then.
-            keep::relaxed(|| {
+            // done (no point left to wait for, or the waits of the deferred free).
+            let r = keep::relaxed(|| {
                 a.check(
                     unsafe { sys::cuGraphExecDestroy(raw.get()) },
                     "cuGraphExecDestroy",
                 )
-            })
+            });
+            // What the nodes refer to goes once no launch runs.
+            drop(kept);
+            r
         };
         const DURING: &str = "destroying an executable graph";
         let waits = self.launches.uses.take_points();
@@ -237,11 +242,10 @@ impl Graph {
             self.check_while_bodies(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
-            let _l = self.shared.objects.lock();
-            let acc: Accumulator = Arc::default();
-            let token: Token = Box::new(acc.clone());
-            // Retained on the graph for the instantiation to copy, then taken back.
-            let obj = keep::attach(&a, g, vec![token])?;
+            let objects = self.shared.objects.lock();
+            // The executable holds its own references to the graph's user objects, which are
+            // off the graph while it is instantiated (see `keep::Lifted`).
+            let (kept, lifted) = keep::lift(&a, g, &objects);
             let mut exec: sys::CUgraphExec = std::ptr::null_mut();
             let mut params = InstantiateParams {
                 flags,
@@ -267,7 +271,8 @@ impl Graph {
                 }
                 None => instantiate(&a, std::ptr::null_mut()),
             };
-            let _ = keep::unshare(&a, g, obj);
+            drop(lifted);
+            drop(objects);
             if let Err(e) = r {
                 // The driver's reason, when it gave one.
                 return Err(match (e.code(), params.result) {
@@ -286,7 +291,7 @@ impl Graph {
                 device,
                 generation,
                 source: self.shared.clone(),
-                acc,
+                kept: Some(kept),
                 launches: crate::memory::Alloc::plain(0, 0, device, generation),
                 _not_sync: PhantomData,
             })
@@ -295,6 +300,11 @@ impl Graph {
 }
 
 impl GraphExec {
+    /// The tokens of per-node updates.
+    pub(crate) fn acc(&self) -> &Accumulator {
+        &self.kept.as_ref().expect("taken only by drop").acc
+    }
+
     /// The raw handle (`CUgraphExec`).
     pub fn as_raw(&self) -> sys::CUgraphExec {
         self.raw.0
@@ -344,7 +354,8 @@ impl GraphExec {
             let launch = [crate::queue::Use::device(&self.launches, false)];
             lane.submit(CALL, &launch, |a, raw| {
                 // SAFETY: live executable and stream of the current context; what the graph
-                // uses is kept by its user objects until the launch is done.
+                // uses is kept by the executable's references, released only after its
+                // launches (noted here) are done.
                 a.check(unsafe { sys::cuGraphLaunch(e.get(), raw) }, "cuGraphLaunch")
             })
         })())
@@ -410,11 +421,10 @@ impl GraphExec {
             }
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
-            let _l = graph.shared.objects.lock();
-            // A fresh accumulator, copied to the executable with the graph's references.
-            let acc: Accumulator = Arc::default();
-            let token: Token = Box::new(acc.clone());
-            let obj = keep::attach(&a, g, vec![token])?;
+            let objects = graph.shared.objects.lock();
+            // The new graph's user objects, off it during the update (see `keep::Lifted`),
+            // and a fresh accumulator.
+            let (kept, lifted) = keep::lift(&a, g, &objects);
             let mut info = UpdateResultInfo {
                 result: 0,
                 error_node: std::ptr::null_mut(),
@@ -429,10 +439,23 @@ impl GraphExec {
                     (&mut info as *mut UpdateResultInfo).cast(),
                 )
             });
-            let _ = keep::unshare(&a, g, obj);
+            drop(lifted);
+            drop(objects);
             match r {
                 0 => {
-                    self.acc = acc;
+                    // What the old nodes referred to goes once the launches so far are done.
+                    let old = self.kept.replace(kept);
+                    let waits = self.launches.uses.points();
+                    crate::queue::defer_free(
+                        self.device,
+                        self.generation,
+                        waits,
+                        "releasing what an updated executable graph referred to",
+                        move |_| {
+                            drop(old);
+                            Ok(())
+                        },
+                    );
                     Ok(())
                 }
                 910 => Err(Error::GraphExecUpdate {
@@ -514,7 +537,7 @@ impl GraphExec {
         let _l = self.source.objects.lock();
         // Not destroyed meanwhile by the graph's owner on another thread.
         super::more::still_live(&self.source, node, "an executable graph's node update")?;
-        self.acc.lock().keep(bundle);
+        self.acc().lock().keep(bundle);
         f(&a, self.raw.0)
     }
 

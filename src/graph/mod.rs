@@ -12,9 +12,12 @@
 //! * each node that refers to something gets a bundle of shared tokens (the allocation behind
 //!   a buffer, the [`Function`](crate::Function) and so its module, the [`Event`](crate::Event), the host closure), owned by a
 //!   CUDA user object that the graph holds (`cuUserObjectCreate`, `cuGraphRetainUserObject`).
-//!   The driver copies those references to clones and executables, swaps them on a whole-graph
-//!   update and holds them for launches in flight, so the bundle is released exactly when
-//!   nothing can use it any more;
+//!   The driver copies those references to clones and child embeddings. Executables do not
+//!   get them from the driver (an executable holding any user object costs about 40 times a
+//!   plain launch, 57.7 µs against 1.46 µs per submit on the H200): the user objects are taken
+//!   off the graph while it is instantiated or updated into an executable, which holds
+//!   references of its own instead and releases them once its launches, which it tracks as any
+//!   use, are done. So the bundle is released exactly when nothing can use it any more;
 //! * a buffer dropped while a graph still refers to it is not freed: its allocation moves into
 //!   the shared holder the graph's token points to, and is freed (in stream order, as any
 //!   buffer) when the last token goes. Buffers never used in a graph pay nothing for this;
