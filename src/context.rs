@@ -724,6 +724,29 @@ pub(crate) fn release(
     during: &'static str,
     f: impl FnOnce(&Active) -> Result<()> + Send + 'static,
 ) {
+    release_with(ordinal, generation, during, false, f)
+}
+
+/// As [`release`], for a release that queues work without waiting for any (`cuMemFreeAsync`
+/// in a stream that is not being captured), which no capture mode forbids: the capture mode is
+/// relaxed only while a capture of the crate may be open (the swap costs about 0.1 µs, a sixth
+/// of a stream-ordered allocation and free).
+pub(crate) fn release_async(
+    ordinal: i32,
+    generation: u64,
+    during: &'static str,
+    f: impl FnOnce(&Active) -> Result<()> + Send + 'static,
+) {
+    release_with(ordinal, generation, during, true, f)
+}
+
+fn release_with(
+    ordinal: i32,
+    generation: u64,
+    during: &'static str,
+    queues_only: bool,
+    f: impl FnOnce(&Active) -> Result<()> + Send + 'static,
+) {
     if in_host_fn() {
         defer_release(move || release(ordinal, generation, during, f));
         return;
@@ -735,7 +758,12 @@ pub(crate) fn release(
         Ok(Some(a)) => {
             // Relaxed: a drop never invalidates a user's capture in global or thread-local
             // mode (what it frees is no capture's: captured memory is kept by tokens).
-            if let Err(e) = crate::queue::relaxed(|| f(&a)) {
+            let r = if queues_only && crate::queue::no_capture() {
+                f(&a)
+            } else {
+                crate::queue::relaxed(|| f(&a))
+            };
+            if let Err(e) = r {
                 dev.defer(during, e);
             }
         }

@@ -198,6 +198,15 @@ impl Drop for ModeSwap {
     }
 }
 
+/// The queues watched for a capture of the crate, over all queues (see [`Queue::watch`]).
+static WATCHED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether no capture of the crate may be open anywhere in the process.
+#[inline]
+pub(crate) fn no_capture() -> bool {
+    WATCHED.load(Ordering::SeqCst) == 0
+}
+
 /// Runs `f` with the calling thread's stream-capture mode relaxed
 /// (`cuThreadExchangeStreamCaptureMode`), for the crate's own housekeeping: fences, waits for
 /// them, frees and destroys made then never invalidate a user's capture in global or
@@ -327,6 +336,7 @@ impl Queue {
     /// stream's capture status; waits for the submissions already past the check, and returns
     /// the queue's capture lock held exclusively. Undone by [`unwatch`](Self::unwatch).
     pub(crate) fn watch_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        WATCHED.fetch_add(1, Ordering::SeqCst);
         self.watch.fetch_add(1, Ordering::SeqCst);
         // The fast-path submissions drain first, without the lock held: one of them may enter
         // the queue again meanwhile (an allocation reclaiming memory that frees in this
@@ -345,6 +355,7 @@ impl Queue {
     /// Undoes one [`watch_exclusive`](Self::watch_exclusive).
     pub(crate) fn unwatch(&self) {
         self.watch.fetch_sub(1, Ordering::SeqCst);
+        WATCHED.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Records a fence after everything queued so far, unless one exists or all is known

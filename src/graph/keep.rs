@@ -212,9 +212,11 @@ pub(crate) fn lift(
     };
     for (o, n) in counts {
         // SAFETY: a live user object (the graph holds `n` references to it).
-        if a
-            .check(unsafe { sys::cuUserObjectRetain(o.get(), 1) }, "cuUserObjectRetain")
-            .is_err()
+        if a.check(
+            unsafe { sys::cuUserObjectRetain(o.get(), 1) },
+            "cuUserObjectRetain",
+        )
+        .is_err()
         {
             // Left on the graph: the executable copies the graph's reference instead (its
             // launches are slower, nothing is lost).
@@ -223,12 +225,11 @@ pub(crate) fn lift(
         refs.refs.push(o);
         // SAFETY: the graph holds `n` references to `o`; the executable's reference keeps the
         // object alive meanwhile.
-        if a
-            .check(
-                unsafe { sys::cuGraphReleaseUserObject(graph, o.get(), n) },
-                "cuGraphReleaseUserObject",
-            )
-            .is_ok()
+        if a.check(
+            unsafe { sys::cuGraphReleaseUserObject(graph, o.get(), n) },
+            "cuGraphReleaseUserObject",
+        )
+        .is_ok()
         {
             lifted.counts.push((o, n));
         }

@@ -311,7 +311,7 @@ impl Drop for Alloc {
                 // blocking stream (review finding); such memory goes the deferred way below.
                 if !entry.watched() && !s.home_queue().is_legacy() {
                     let s2 = s.clone();
-                    context::release(device, generation, "freeing device memory", move |a| {
+                    context::release_async(device, generation, "freeing device memory", move |a| {
                         // SAFETY: `ptr` is a live stream-ordered allocation of this context,
                         // used only by work of its own stream (not being captured: the entry
                         // holds off a capture), which the free follows.
