@@ -1,9 +1,10 @@
 //! 3-D copies and sets (`cudaMemcpy3D*`, `cudaMemset3D*`, `cudaMalloc3D`), the copies with a
 //! CUDA array on one or both sides that `texture.rs` does not cover, and array queries.
 //!
-//! The runtime's units are kept: a position or extent on a CUDA array counts the array's
-//! elements, on linear memory bytes (rows and slices are rows and slices on both); the driver's
-//! descriptors count bytes, so array sides are scaled by the array's element size.
+//! The runtime's units are kept: when a CUDA array takes part, x positions (on both sides) and
+//! the extent's width count the array's elements; between linear memory, bytes (rows and slices
+//! are rows and slices everywhere). The driver's descriptors count bytes, so those are scaled by
+//! the array's element size.
 use std::ffi::c_void;
 
 use cuda_runtime::abi::{sys, Entered};
@@ -171,8 +172,8 @@ fn side(
 
 /// The driver's descriptor of a runtime 3-D copy.
 fn descriptor(
-    src: Side,
-    dst: Side,
+    mut src: Side,
+    mut dst: Side,
     extent: cudaExtent,
     call: &'static str,
 ) -> Result<sys::CUDA_MEMCPY3D, Error> {
@@ -181,6 +182,17 @@ fn descriptor(
         (Some(a), _) | (None, Some(a)) => a,
         (None, None) => 1,
     };
+    // With an array on the other side, the pointer side's x position counts the array's
+    // elements too (NVIDIA's library on the H200: x = 2 on the host side of an array copy
+    // started 16 bytes in for 8-byte elements, and x = 8 did not fit a row of the box).
+    for s in [&mut src, &mut dst] {
+        if s.elem.is_none() {
+            s.x_bytes = s
+                .x_bytes
+                .checked_mul(elem)
+                .ok_or_else(|| fail(ErrorCode::InvalidValue, call))?;
+        }
+    }
     let width = extent
         .width
         .checked_mul(elem)
@@ -301,6 +313,13 @@ pub(crate) fn params_of(d: &sys::CUDA_MEMCPY3D) -> Result<cudaMemcpy3DParms, Err
         d.dstPitch,
         d.dstHeight,
     )?;
+    // Pointer sides' x positions back in elements when an array takes part (see `descriptor`).
+    let (mut sp, mut dp) = (sp, dp);
+    for (a, pos) in [(sa, &mut sp), (da, &mut dp)] {
+        if a.is_null() {
+            pos.x /= width_elem;
+        }
+    }
     Ok(cudaMemcpy3DParms {
         srcArray: sa,
         srcPos: sp,

@@ -77,14 +77,19 @@ fn host_alloc(ptr: *mut *mut c_void, size: usize, flags: u32) -> cudaError_t {
     });
     if r == 0 {
         *p = h;
-        HOST_FLAGS.lock().insert(h as usize, (size.max(1), flags));
+        // Reported with mapped (0x2) added, as libcudart reports it (seen on the H200:
+        // write-combined | portable reads 7, mapped alone 2).
+        HOST_FLAGS
+            .lock()
+            .insert(h as usize, (size.max(1), flags | 0x2));
     }
     r
 }
 
 /// The flags each `cudaHostAlloc` / `cudaMallocHost` allocation was asked for, by base address
 /// and size: the driver is given portable and mapped always, but `cudaHostGetFlags` reports
-/// what the caller asked for, as libcudart does (seen on the GPU: mapped alone reads 2).
+/// what the caller asked for plus mapped, as libcudart does (seen on the GPU: mapped alone reads
+/// 2, write-combined and portable 7).
 static HOST_FLAGS: parking_lot::Mutex<std::collections::BTreeMap<usize, (usize, u32)>> =
     parking_lot::Mutex::new(std::collections::BTreeMap::new());
 

@@ -21,7 +21,9 @@
 //!   filtering at y = 0 over one row (layered 1-D arrays are filtered along x only), so that with the y address mode [`AddressMode::Border`] half of each
 //!   result is the border colour; with any other y mode the row itself.
 //! * **The border colour** of normalised 8- and 16-bit integer reads held in the texel's
-//!   format: rounded to the nearest `k / MAX` (seen on the H200).
+//!   format (seen on the H200): rounded here to the nearest `k / MAX`. The hardware's rounding
+//!   of a colour between two steps differs (0.417 read back from `i8` as 53/127, -0.5317 as
+//!   -67/127): a colour on a step (`k / MAX`) is exact in both.
 //! * **Read modes**: element type (floats, and fp16 promoted to float), and normalised floats
 //!   for 8- and 16-bit integers (`v / MAX`, signed values clamped at -1); **sRGB** to linear
 //!   conversion of the first three channels of 8-bit texels before filtering (by the sRGB
