@@ -30,7 +30,7 @@
 //! the capture is open, or afterwards while the graph, an executable or a launch still uses it,
 //! is freed only once the last of them is gone); a kernel's [`Function`](crate::Function) (and
 //! so its module); a host closure. At the end the tokens move into a CUDA user object that the
-//! graph holds, exactly as an explicit node's bundle (see the [module docs](super)).
+//! graph keeps, exactly as an explicit node's bundle (see the [module docs](super)).
 //!
 //! # What a capture refuses
 //!
@@ -244,9 +244,7 @@ impl Session {
     /// For the driver call of a captured submission: the lock of the graph captured into, if
     /// any (see [`Session::into`]). Taken after the queue's entry, as the end takes it after
     /// the queues' locks.
-    pub(crate) fn graph_lock(
-        &self,
-    ) -> Option<parking_lot::MutexGuard<'_, Vec<Raw<sys::CUuserObject_st>>>> {
+    pub(crate) fn graph_lock(&self) -> Option<parking_lot::MutexGuard<'_, super::keep::Refs>> {
         self.into.as_ref().map(|g| g.objects.lock())
     }
 
@@ -675,7 +673,7 @@ fn wrap_graph(a: &Active, raw: sys::CUgraph, id: u64) -> Graph {
             device: a.dev.ordinal,
             generation: a.generation(),
             id,
-            objects: Mutex::new(Vec::new()),
+            objects: Mutex::new(super::keep::Refs::default()),
             // Captures refuse stream-ordered allocation and cannot make conditional nodes.
             mem: Mutex::new(super::mem::MemNodes::default()),
             root: None,

@@ -123,8 +123,8 @@ pub struct GraphExec {
     device: i32,
     generation: u64,
     source: Arc<GraphShared>,
-    /// References to the graph's user objects (not copied to the executable by the driver,
-    /// see `keep::Lifted`) and the tokens of per-node updates; released once the
+    /// A snapshot of the graph's references to its user objects (the driver's executable
+    /// holds none, see `keep::Refs`) and the tokens of per-node updates; released once the
     /// launches are done. (`None` only inside `drop`.)
     kept: Option<ExecRefs>,
     /// Where it was launched (no memory: its uses are the launches), so that its destruction
@@ -243,9 +243,12 @@ impl Graph {
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let objects = self.shared.objects.lock();
-            // The executable holds its own references to the graph's user objects, which are
-            // off the graph while it is instantiated (see `keep::Lifted`).
-            let (kept, lifted) = keep::lift(&a, g, &objects);
+            // The executable keeps a snapshot of the graph's references (no driver call; the
+            // driver's graph holds none of them, see `keep::Refs`).
+            let kept = ExecRefs {
+                refs: objects.clone(),
+                acc: Accumulator::default(),
+            };
             let mut exec: sys::CUgraphExec = std::ptr::null_mut();
             let mut params = InstantiateParams {
                 flags,
@@ -271,7 +274,6 @@ impl Graph {
                 }
                 None => instantiate(&a, std::ptr::null_mut()),
             };
-            drop(lifted);
             drop(objects);
             if let Err(e) = r {
                 // The driver's reason, when it gave one.
@@ -422,9 +424,11 @@ impl GraphExec {
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
             let objects = graph.shared.objects.lock();
-            // The new graph's user objects, off it during the update (see `keep::Lifted`),
-            // and a fresh accumulator.
-            let (kept, lifted) = keep::lift(&a, g, &objects);
+            // A snapshot of the new graph's references and a fresh accumulator.
+            let kept = ExecRefs {
+                refs: objects.clone(),
+                acc: Accumulator::default(),
+            };
             let mut info = UpdateResultInfo {
                 result: 0,
                 error_node: std::ptr::null_mut(),
@@ -439,7 +443,6 @@ impl GraphExec {
                     (&mut info as *mut UpdateResultInfo).cast(),
                 )
             });
-            drop(lifted);
             drop(objects);
             match r {
                 0 => {

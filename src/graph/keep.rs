@@ -2,12 +2,11 @@
 //!
 //! Each node that refers to something (device memory, a function and its module, an event, a
 //! host closure) gets one *bundle* of tokens, owned by a CUDA user object whose only reference
-//! is moved to the graph (`cuUserObjectCreate` + `cuGraphRetainUserObject`). The driver copies
-//! the reference to every clone and child embedding of the graph. An executable holds its own
-//! references ([`ExecRefs`], taken in [`lift`] while the graph's are off it, so that the driver
-//! copies none: launches stay as cheap as plain ones), released once its tracked launches are
-//! done: the user object's destructor runs only once no graph, executable or launch refers to
-//! the bundle any more.
+//! the crate owns in the graph's [`Refs`] (`cuUserObjectCreate`; the driver's graph is given no
+//! reference, see [`Refs`]). Executables and copies of the graph share the chain (a snapshot,
+//! no driver call), a graph embedding another keeps the other's chain, and an executable
+//! releases its snapshot once its tracked launches are done: the user object's destructor runs
+//! only once no graph, executable or launch refers to the bundle any more.
 //!
 //! The destructor runs on a driver thread where no CUDA call is allowed, so it frees nothing:
 //! it hands the bundle to the crate's queue of deferred releases, which the next call of the
@@ -84,13 +83,15 @@ unsafe extern "C" fn release_bundle(p: *mut c_void) {
     context::defer_release(move || drop(bundle));
 }
 
-/// Moves `bundle` into a new user object whose one reference the graph `graph` takes over.
-/// The returned handle stays valid as long as the graph (which owns the reference) lives.
+/// Moves `bundle` into a new user object and returns its one reference, for the caller to
+/// push into a graph's [`Refs`] (under the graph's lock). `graph` is not given the reference
+/// (see [`Refs`]).
 pub(crate) fn attach(
     a: &Active,
     graph: sys::CUgraph,
     bundle: Bundle,
 ) -> Result<Raw<sys::CUuserObject_st>> {
+    let _ = graph;
     let p = Box::into_raw(Box::new(bundle));
     let mut obj: sys::CUuserObject = std::ptr::null_mut();
     // SAFETY: valid out-parameter; `p` is a live box that the destructor takes back once; one
@@ -112,145 +113,117 @@ pub(crate) fn attach(
         drop(unsafe { Box::from_raw(p) });
         return Err(e);
     }
-    // SAFETY: live graph (held by the caller) and user object; the caller's one reference is
-    // moved to the graph.
-    let r = a.check(
-        unsafe {
-            sys::cuGraphRetainUserObject(
-                graph,
-                obj,
-                1,
-                sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE as u32,
-            )
-        },
-        "cuGraphRetainUserObject",
-    );
-    if let Err(e) = r {
-        // SAFETY: the reference is still ours; releasing it runs the destructor (later, on a
-        // driver thread), which hands the bundle back to a user thread.
-        let _ = unsafe { sys::cuUserObjectRelease(obj, 1) };
-        return Err(e);
-    }
     Ok(Raw(obj))
 }
 
-/// Gives the graph `graph` one more reference to `obj`, which is alive (another live graph
-/// holds it).
-pub(crate) fn share(a: &Active, graph: sys::CUgraph, obj: Raw<sys::CUuserObject_st>) -> Result<()> {
-    // SAFETY: live graph and user object (the caller holds a graph that owns a reference).
-    a.check(
-        unsafe { sys::cuGraphRetainUserObject(graph, obj.get(), 1, 0) },
-        "cuGraphRetainUserObject",
-    )
-}
-
-/// Takes one reference to `obj` back from `graph`.
+/// Releases a reference [`attach`] returned that was not pushed into any chain (the node it
+/// was made for was not added).
 pub(crate) fn unshare(
     a: &Active,
     graph: sys::CUgraph,
     obj: Raw<sys::CUuserObject_st>,
 ) -> Result<()> {
-    // SAFETY: live graph that owns a reference to `obj`.
+    let _ = graph;
+    // SAFETY: a reference the caller owns; the destructor runs later on a driver thread.
     a.check(
-        unsafe { sys::cuGraphReleaseUserObject(graph, obj.get(), 1) },
-        "cuGraphReleaseUserObject",
+        unsafe { sys::cuUserObjectRelease(obj.get(), 1) },
+        "cuUserObjectRelease",
     )
 }
 
-/// The crate's user objects of a graph, taken off the graph for an instantiation or a
-/// whole-graph update and given back when this is dropped, so that the executable gets no
-/// reference to them: the driver makes every launch of an executable that holds a user object
-/// cost about 40 times a plain launch (57.7 µs against 1.46 µs per submit on the H200, with
-/// one user object or a hundred: `probes/graph_user_objects`). The executable holds its own
-/// references instead ([`ExecRefs`]), released once its launches are done (it tracks them).
-pub(crate) struct Lifted {
-    graph: sys::CUgraph,
-    /// Each object once, with the number of references the graph held.
-    counts: Vec<(Raw<sys::CUuserObject_st>, u32)>,
+/// References to user objects that the crate owns (one driver reference each), held by a graph
+/// and shared, without a driver call, by the executables and copies made from it: a chain of
+/// segments, each releasing its references (`cuUserObjectRelease`) when its last holder drops
+/// it. Adding to a chain that is shared starts a new segment, so a snapshot never changes.
+///
+/// The graph itself (in the driver) holds none of these references: an executable that holds
+/// any user object makes every launch cost about 40 times a plain one (57.7 µs against 1.46 µs
+/// per submit on the H200, with one user object or a hundred: `probes/graph_user_objects`).
+#[derive(Clone, Default)]
+pub(crate) struct Refs {
+    head: Option<Arc<Seg>>,
 }
 
-/// References to user objects held by an executable graph (one per object), and the tokens of
-/// its per-node updates; released when dropped.
-#[derive(Default)]
-pub(crate) struct ExecRefs {
+struct Seg {
     refs: Vec<Raw<sys::CUuserObject_st>>,
-    /// Tokens that per-node updates of the executable add.
-    pub(crate) acc: Accumulator,
+    /// Whole chains of other graphs kept too (an embedded child graph's).
+    subs: Vec<Refs>,
+    prev: Option<Arc<Seg>>,
 }
 
-impl Drop for ExecRefs {
+impl Drop for Seg {
     fn drop(&mut self) {
         for o in self.refs.drain(..) {
-            // SAFETY: a reference this struct owns (taken in `lift`); the object's destructor,
-            // if this was the last reference, runs later on a driver thread and hands the
-            // bundle to a user thread. No context is needed.
+            #[cfg(test)]
+            if (o.0 as usize) < 0x1000 {
+                // A stand-in handle of the unit tests (no driver there): counted, not released.
+                tests::RELEASED.fetch_add(o.0 as usize, std::sync::atomic::Ordering::SeqCst);
+                continue;
+            }
+            // SAFETY: a reference this segment owns; the object's destructor, if this was the
+            // last reference, runs later on a driver thread and hands the bundle to a user
+            // thread. No context is needed.
             let _ = unsafe { sys::cuUserObjectRelease(o.get(), 1) };
         }
-    }
-}
-
-/// Takes the user objects in `objects` (the graph's list: one entry per reference the graph
-/// holds) off `graph`, after taking one reference to each for the executable. The graph gets
-/// them back when the returned [`Lifted`] is dropped, which must happen while `a` is entered
-/// and the graph's lock is held (as for this call).
-pub(crate) fn lift(
-    a: &Active,
-    graph: sys::CUgraph,
-    objects: &[Raw<sys::CUuserObject_st>],
-) -> (ExecRefs, Lifted) {
-    let mut counts: Vec<(Raw<sys::CUuserObject_st>, u32)> = Vec::new();
-    for &o in objects {
-        match counts.iter_mut().find(|(x, _)| x.0 == o.0) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((o, 1)),
-        }
-    }
-    let mut refs = ExecRefs::default();
-    let mut lifted = Lifted {
-        graph,
-        counts: Vec::new(),
-    };
-    for (o, n) in counts {
-        // SAFETY: a live user object (the graph holds `n` references to it).
-        if a.check(
-            unsafe { sys::cuUserObjectRetain(o.get(), 1) },
-            "cuUserObjectRetain",
-        )
-        .is_err()
-        {
-            // Left on the graph: the executable copies the graph's reference instead (its
-            // launches are slower, nothing is lost).
-            continue;
-        }
-        refs.refs.push(o);
-        // SAFETY: the graph holds `n` references to `o`; the executable's reference keeps the
-        // object alive meanwhile.
-        if a.check(
-            unsafe { sys::cuGraphReleaseUserObject(graph, o.get(), n) },
-            "cuGraphReleaseUserObject",
-        )
-        .is_ok()
-        {
-            lifted.counts.push((o, n));
-        }
-    }
-    (refs, lifted)
-}
-
-impl Drop for Lifted {
-    fn drop(&mut self) {
-        for &(o, n) in &self.counts {
-            // SAFETY: live graph (its lock is held by the caller of `lift`); `o` lives (the
-            // executable, or the caller, holds a reference).
-            let r = unsafe { sys::cuGraphRetainUserObject(self.graph, o.get(), n, 0) };
-            if crate::driver::rc(r) != 0 {
-                // The graph could not take its references back: the object must still never
-                // die while the graph names it, so `n` references are leaked instead.
-                // SAFETY: as above.
-                let _ = unsafe { sys::cuUserObjectRetain(o.get(), n) };
+        // The rest of the chain, without recursion (a chain may be long).
+        let mut next = self.prev.take();
+        while let Some(seg) = next {
+            match Arc::try_unwrap(seg) {
+                Ok(mut seg) => next = seg.prev.take(),
+                Err(_) => break,
             }
         }
     }
+}
+
+impl Refs {
+    /// The head segment, made unshared first (a new segment when a snapshot holds it).
+    fn head_mut(&mut self) -> &mut Seg {
+        if self.head.as_mut().and_then(Arc::get_mut).is_none() {
+            let prev = self.head.take();
+            self.head = Some(Arc::new(Seg {
+                refs: Vec::new(),
+                subs: Vec::new(),
+                prev,
+            }));
+        }
+        Arc::get_mut(self.head.as_mut().expect("just set")).expect("unshared")
+    }
+
+    /// Takes over one reference to `obj`.
+    pub(crate) fn push(&mut self, obj: Raw<sys::CUuserObject_st>) {
+        self.head_mut().refs.push(obj);
+    }
+
+    /// Keeps everything `other` keeps, as long as this chain lives.
+    pub(crate) fn keep_all(&mut self, other: &Refs) {
+        if other.head.is_some() {
+            self.head_mut().subs.push(other.clone());
+        }
+    }
+
+    /// How many references the chain owns itself (not counting kept chains).
+    #[cfg(test)]
+    fn own_len(&self) -> usize {
+        let mut n = 0;
+        let mut at = self.head.as_deref();
+        while let Some(seg) = at {
+            n += seg.refs.len();
+            at = seg.prev.as_deref();
+        }
+        n
+    }
+}
+
+/// What an executable graph keeps: a snapshot of its graph's references, and the tokens of its
+/// per-node updates; released when dropped (after its launches: see `GraphExec`).
+#[derive(Default)]
+pub(crate) struct ExecRefs {
+    /// Held for its drop.
+    #[allow(dead_code)]
+    pub(crate) refs: Refs,
+    /// Tokens that per-node updates of the executable add.
+    pub(crate) acc: Accumulator,
 }
 
 /// Runs `f` with the calling thread's capture mode relaxed (`cuThreadExchangeStreamCaptureMode`),
@@ -274,6 +247,53 @@ pub(crate) fn relaxed<R>(f: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The sum of the stand-in handles (addresses below 0x1000) released so far.
+    pub(super) static RELEASED: AtomicUsize = AtomicUsize::new(0);
+
+    fn fake(n: usize) -> Raw<sys::CUuserObject_st> {
+        Raw(n as *mut sys::CUuserObject_st)
+    }
+
+    #[test]
+    fn snapshots_never_change_and_each_reference_is_released_once_by_its_last_holder() {
+        // Distinct powers of two per reference: the sum names which were released.
+        let released = || RELEASED.load(Ordering::SeqCst);
+        let before = released();
+        let mut graph = Refs::default();
+        graph.push(fake(1));
+        graph.push(fake(2));
+        // An executable's snapshot: later pushes start a new segment.
+        let exec = graph.clone();
+        graph.push(fake(4));
+        assert_eq!(graph.own_len(), 3);
+        assert_eq!(exec.own_len(), 2);
+        // A child's chain kept by a parent outlives the child.
+        let mut child = Refs::default();
+        child.push(fake(8));
+        let mut parent = Refs::default();
+        parent.keep_all(&child);
+        parent.keep_all(&Refs::default());
+        drop(child);
+        drop(graph);
+        // Only the reference no snapshot holds (4) went.
+        assert_eq!(released() - before, 4);
+        drop(exec);
+        assert_eq!(released() - before, 4 + 1 + 2);
+        drop(parent);
+        assert_eq!(released() - before, 4 + 1 + 2 + 8);
+        // A long chain of snapshots drops without recursion.
+        let mut long = Refs::default();
+        let mut snaps = Vec::new();
+        for _ in 0..100_000 {
+            long.push(fake(16));
+            snaps.push(long.clone());
+        }
+        drop(snaps);
+        drop(long);
+        assert_eq!(released() - before, 15 + 16 * 100_000);
+    }
 
     #[test]
     fn kept_tokens_are_deduplicated_by_key_and_unkeyed_ones_all_kept() {

@@ -11,13 +11,13 @@
 //!
 //! * each node that refers to something gets a bundle of shared tokens (the allocation behind
 //!   a buffer, the [`Function`](crate::Function) and so its module, the [`Event`](crate::Event), the host closure), owned by a
-//!   CUDA user object that the graph holds (`cuUserObjectCreate`, `cuGraphRetainUserObject`).
-//!   The driver copies those references to clones and child embeddings. Executables do not
-//!   get them from the driver (an executable holding any user object costs about 40 times a
-//!   plain launch, 57.7 µs against 1.46 µs per submit on the H200): the user objects are taken
-//!   off the graph while it is instantiated or updated into an executable, which holds
-//!   references of its own instead and releases them once its launches, which it tracks as any
-//!   use, are done. So the bundle is released exactly when nothing can use it any more;
+//!   CUDA user object (`cuUserObjectCreate`) whose reference the crate keeps in the graph's
+//!   chain of references. The driver's graph is given none: an executable holding any user
+//!   object costs about 40 times a plain launch (57.7 µs against 1.46 µs per submit on the
+//!   H200). Copies, child embeddings and executables share the chain without a driver call (a
+//!   snapshot: nodes added later go to a new segment), and an executable releases its snapshot
+//!   once its launches, which it tracks as any use, are done. So the bundle is released exactly
+//!   when nothing can use it any more;
 //! * a buffer dropped while a graph still refers to it is not freed: its allocation moves into
 //!   the shared holder the graph's token points to, and is freed (in stream order, as any
 //!   buffer) when the last token goes. Buffers never used in a graph pay nothing for this;
@@ -115,7 +115,7 @@ pub(crate) struct GraphShared {
     id: u64,
     /// The user objects the graph holds references to (through the nodes' bundles). The lock
     /// also serialises every driver call on the graph.
-    objects: Mutex<Vec<Raw<sys::CUuserObject_st>>>,
+    objects: Mutex<keep::Refs>,
     /// The graph's memory allocation and free nodes.
     mem: Mutex<mem::MemNodes>,
     /// For the body graph of a conditional node: the graph at the root of the nesting, which
@@ -159,8 +159,8 @@ impl Drop for GraphShared {
             "destroying a graph",
             move |a| {
                 // SAFETY: the graph is live and no handle of the crate refers to it any more
-                // (executables hold this struct). Its user objects' references are released by
-                // the driver, which runs their destructors once no launch uses them.
+                // (executables hold this struct). The references in its `Refs` go with this
+                // struct; executables and copies hold snapshots of their own.
                 keep::relaxed(|| {
                     a.check(unsafe { sys::cuGraphDestroy(raw.get()) }, "cuGraphDestroy")
                 })
@@ -454,7 +454,7 @@ impl Graph {
                 device: a.dev.ordinal,
                 generation: a.generation(),
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
-                objects: Mutex::new(Vec::new()),
+                objects: Mutex::new(keep::Refs::default()),
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
                 bodies: Mutex::new(Vec::new()),
@@ -529,7 +529,9 @@ impl Graph {
         let r = a.check(add(&a, &mut node, g, dp, deps.len()), call);
         match (r, obj) {
             (Ok(()), obj) => {
-                objects.extend(obj);
+                if let Some(obj) = obj {
+                    objects.push(obj);
+                }
                 // A new node may reuse a destroyed node's address: the handle is live again.
                 self.shared.extra.revive(node as usize);
                 Ok(GraphNode {

@@ -4,9 +4,10 @@
 //! and the parameters of memory nodes.
 //!
 //! Everything a changed node refers to is kept alive as a new node's is: a fresh bundle, owned
-//! by a user object the graph holds (see [`keep`](super::keep)). The bundle of the node's old
-//! parameters stays with the graph until the graph is dropped (clones and executables made
-//! earlier may still use them), so each update keeps one more bundle until then.
+//! by a user object whose reference the graph keeps (see [`keep`](super::keep)). The bundle of
+//! the node's old parameters stays with the graph until the graph is dropped (clones and
+//! executables made earlier may still use them), so each update keeps one more bundle until
+//! then.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
@@ -128,8 +129,7 @@ pub(crate) fn check_not_destroyed(
 }
 
 /// A held graph lock.
-pub(crate) type ObjectsGuard<'g> =
-    parking_lot::MutexGuard<'g, Vec<crate::driver::Raw<sys::CUuserObject_st>>>;
+pub(crate) type ObjectsGuard<'g> = parking_lot::MutexGuard<'g, super::keep::Refs>;
 
 /// The locks of two graphs, taken in one global order (by address) so that two threads
 /// locking the same pair never wait for each other; one lock when they are the same graph.
@@ -383,7 +383,9 @@ impl Graph {
         let r = a.check(set(&a, raw), call);
         match (r, obj) {
             (Ok(()), obj) => {
-                objects.extend(obj);
+                if let Some(obj) = obj {
+                    objects.push(obj);
+                }
                 Ok(())
             }
             (Err(e), Some(obj)) => {

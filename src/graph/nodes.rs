@@ -557,20 +557,9 @@ impl Graph {
     }
 
     /// Gives this graph its own reference to each of `objects` (held by another live graph).
-    pub(super) fn share_objects(
-        &mut self,
-        objects: &[crate::driver::Raw<sys::CUuserObject_st>],
-    ) -> Result<()> {
-        if objects.is_empty() {
-            return Ok(());
-        }
-        let a = self.enter()?;
-        let keeper = self.shared.keeper();
-        let mut mine = keeper.objects.lock();
-        for &o in objects {
-            keep::share(&a, keeper.raw.0, o)?;
-            mine.push(o);
-        }
+    pub(super) fn share_objects(&mut self, objects: &keep::Refs) -> Result<()> {
+        // No driver call: this graph's chain keeps the other chain (see `keep::Refs`).
+        self.shared.keeper().objects.lock().keep_all(objects);
         Ok(())
     }
 
