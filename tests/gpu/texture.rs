@@ -47,6 +47,7 @@ crate::tests![
     ;
     exclusive:
     dropping_textures_and_arrays_under_queued_kernels_is_safe,
+    an_array_dropped_beside_a_stalled_stream_holds_up_no_other_call,
 ];
 
 /// Child processes of this module (see `main.rs`).
@@ -1529,4 +1530,50 @@ fn crate_kernels_refuse_textures_of_another_kind() {
     kernels::texture::sample_2d(&s, &cfg(n), &tex, &xy, &mut out).unwrap();
     s.synchronize().unwrap();
     assert!(out.to_vec().unwrap().chunks(4).all(|c| c[0] == floats[0]));
+}
+
+/// Found on the H200 pair: `cuArrayDestroy` waits for the whole device and meanwhile holds a
+/// lock of the driver that creating arrays, events and texture objects needs. An array dropped
+/// (unused) while an unrelated stream is stalled by a host function must not make this
+/// thread's next creations and copies wait for the stall (the crate destroys arrays once the
+/// device is idle, or after a grace period much longer than this test's calls).
+fn an_array_dropped_beside_a_stalled_stream_holds_up_no_other_call() {
+    let mut r = rng();
+    let (w, h) = (r.usize(8..64), r.usize(8..64));
+    let data = random_texels::<f32>(&mut r, w * h);
+    let stalled = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let release = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    stalled
+        .launch_host_fn(stall_until(release.clone(), done.clone()))
+        .unwrap();
+    // Let the host function start (it then runs until released, or 20 s).
+    std::thread::sleep(Duration::from_millis(20));
+    let old = Array::<f32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+    drop(old);
+    // Creations and an asynchronous copy on another stream, right after the drop.
+    let mut a = Array::<f32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+    let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
+    let ev = cuda_runtime::Event::new().unwrap();
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let pinned = cuda_runtime::PinnedBuffer::from_slice(&data).unwrap();
+    let mut dev = DeviceBuffer::<f32>::new(w * h).unwrap();
+    dev.copy_from_pinned_async(&pinned, &s).unwrap();
+    assert!(
+        !done.load(Ordering::SeqCst),
+        "creating an array, a texture and an event beside a dropped array waited for the \
+         stalled stream"
+    );
+    release.store(true, Ordering::SeqCst);
+    stalled.synchronize().unwrap();
+    s.synchronize().unwrap();
+    // The new array works: its contents round-trip.
+    a.copy_from_host(&data).unwrap();
+    assert_same("array after the stall", &a.to_vec().unwrap(), &data);
+    assert_same(
+        "copy queued beside the stall",
+        &dev.to_vec().unwrap(),
+        &data,
+    );
+    drop((tex, ev));
 }
