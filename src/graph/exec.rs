@@ -146,29 +146,40 @@ impl std::fmt::Debug for GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let raw = self.raw;
+        // What the nodes refer to goes once no launch runs.
         let kept = self.kept.take();
         let destroy = move |a: &Active| {
             // SAFETY: the executable is live and this is its only handle; its launches are
             // done (no point left to wait for, or the waits of the deferred free).
-            let r = keep::relaxed(|| {
+            keep::relaxed(|| {
                 a.check(
                     unsafe { sys::cuGraphExecDestroy(raw.get()) },
                     "cuGraphExecDestroy",
                 )
-            });
-            // What the nodes refer to goes once no launch runs.
-            drop(kept);
-            r
+            })
         };
         const DURING: &str = "destroying an executable graph";
         let waits = self.launches.uses.take_points();
         if waits.is_empty() {
             context::release(self.device, self.generation, DURING, destroy);
+            drop(kept);
         } else {
             crate::queue::defer_free(self.device, self.generation, waits, DURING, move |a| {
-                a.map_or(Ok(()), destroy)
+                let r = a.map_or(Ok(()), destroy);
+                release_on_a_user_thread(kept);
+                r
             });
         }
+    }
+}
+
+/// Releases what an executable kept from the reclaimer thread by handing it to the next call of
+/// the crate on a user thread (as a user object's destructor does): the tokens may own host
+/// memory, whose free must not run at an arbitrary later time on the reclaimer (see
+/// `queue::yards`), and host closures, whose drop may panic.
+fn release_on_a_user_thread(kept: Option<ExecRefs>) {
+    if let Some(k) = kept {
+        context::defer_release(move || drop(k));
     }
 }
 
@@ -455,7 +466,7 @@ impl GraphExec {
                         waits,
                         "releasing what an updated executable graph referred to",
                         move |_| {
-                            drop(old);
+                            release_on_a_user_thread(old);
                             Ok(())
                         },
                     );
