@@ -297,7 +297,10 @@ fn graph_checks() {
         let mut child = Graph::new().unwrap();
         child.add_empty_node(&[]).unwrap();
         body3.add_child_graph_node(&[], &child).unwrap();
-        invalid("a while body holding an empty child graph", g3.instantiate());
+        invalid(
+            "a while body holding an empty child graph",
+            g3.instantiate(),
+        );
         let inner_h = body3.conditional_handle(Some(1)).unwrap();
         let (_, mut inner) = body3
             .add_conditional_node(&[], inner_h, ConditionalKind::If)
@@ -635,7 +638,8 @@ fn released_bundle_at_a_capture_end() {
         let s = Stream::new().unwrap();
         let mut b = DeviceBuffer::<u32>::new_async(64, &s).unwrap();
         let mut g = Graph::new().unwrap();
-        g.add_memset_node(&[], &mut b, MemsetValue::U32(round)).unwrap();
+        g.add_memset_node(&[], &mut b, MemsetValue::U32(round))
+            .unwrap();
         let exec = g.instantiate().unwrap();
         // Only the graph and its executable keep the buffer now.
         drop(b);
@@ -853,7 +857,59 @@ fn device_runtime_checks() {
     println!("null-driver harness: device-runtime checks passed");
 }
 
+/// `overhead`: the crate's own CPU cost per operation against the null driver (whose calls
+/// cost a few nanoseconds), for profiling with `perf` on a machine without a GPU:
+/// `LD_LIBRARY_PATH=<dir of the null driver> null-driver-harness overhead [name part]`.
+fn overhead() {
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let n = 2_000_000u32;
+    let only = std::env::args().nth(2).unwrap_or_default();
+    let time = |what: &str, f: &mut dyn FnMut()| {
+        if !what.contains(only.as_str()) {
+            return;
+        }
+        for _ in 0..n / 10 {
+            f();
+        }
+        let t = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        println!(
+            "{what:<44} {:>8.1} ns",
+            t.elapsed().as_nanos() as f64 / n as f64
+        );
+    };
+    time("mallocAsync + freeAsync (1 MiB)", &mut || {
+        drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
+    });
+    let cfg = LaunchConfig::new(1u32, 1u32);
+    time("empty kernel launch", &mut || {
+        kernels::params::empty(&s, &cfg).unwrap();
+    });
+    let mut out = DeviceBuffer::<f32>::new(16).unwrap();
+    time("4-argument kernel launch (1 buffer)", &mut || {
+        kernels::params::four_args(&s, &cfg, &mut out, 1, 2.0, 3.0).unwrap();
+    });
+    let x = DeviceBuffer::<f32>::new(16).unwrap();
+    let mut y = DeviceBuffer::<f32>::new(16).unwrap();
+    time("2-buffer kernel launch (spin_read_sum)", &mut || {
+        kernels::spin::spin_read_sum(&s, &cfg, &x, &mut y, 0).unwrap();
+    });
+    time("3-buffer kernel launch (hot_cold)", &mut || {
+        kernels::l2::hot_cold(&s, &cfg, &x, &out, &mut y).unwrap();
+    });
+    let ev = Event::new().unwrap();
+    time("event record", &mut || {
+        ev.record(&s).unwrap();
+    });
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("overhead") {
+        overhead();
+        return;
+    }
     graph_checks();
     capture_phase();
     device_runtime_checks();
