@@ -178,7 +178,13 @@ impl Drop for Entry<'_> {
         if let Entry::Fast(q) = self {
             q.inflight.fetch_sub(1, Ordering::SeqCst);
         }
+        ENTRIES.with(|n| n.set(n.get().wrapping_sub(1)));
     }
+}
+
+thread_local! {
+    /// How many [`Entry`]s (of any queue) the thread holds.
+    static ENTRIES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// The calling thread's stream-capture mode, swapped back when dropped.
@@ -317,6 +323,7 @@ impl Queue {
     /// Enters a submission (or a free in the stream) on this queue; see [`Entry`].
     #[inline]
     pub(crate) fn enter(&self) -> Entry<'_> {
+        ENTRIES.with(|n| n.set(n.get() + 1));
         self.inflight.fetch_add(1, Ordering::SeqCst);
         if self.watch.load(Ordering::SeqCst) == 0 {
             return Entry::Fast(self);
@@ -327,9 +334,17 @@ impl Queue {
     #[cold]
     fn enter_watched(&self) -> Entry<'_> {
         self.inflight.fetch_sub(1, Ordering::SeqCst);
-        // Recursive: a thread holding the lock shared may enter again (a drop inside a
-        // submission) even while a begin waits for the lock.
-        Entry::Watched(self.capture_lock.read_recursive())
+        // A thread that holds no other entry waits behind a capture's begin, join or end that
+        // waits for the lock: with recursive reads only, threads submitting to a captured
+        // stream in a loop kept its end from ever taking the lock (the null-driver harness hung
+        // so). A thread that holds an entry (this queue's: a drop inside a submission, or
+        // another queue's, which that begin may be waiting for) enters recursively, never
+        // waiting for a writer that may be waiting for it.
+        if ENTRIES.with(|n| n.get()) > 1 {
+            Entry::Watched(self.capture_lock.read_recursive())
+        } else {
+            Entry::Watched(self.capture_lock.read())
+        }
     }
 
     /// For a capture's begin or join: from now on every submission on this queue asks the
