@@ -705,7 +705,7 @@ impl Kernel {
                     submit_launch(&lane, f, call, config, None, args, false, &mut keep)
                 },
                 Some(at) => {
-                    let event = prepare_extended(&lane.a, f, config, at, false)?;
+                    let event = prepare_extended(&lane.a, f, config, at, false, None)?;
                     let ex = Some((at, event.as_ref().map(|e| e.1)));
                     // SAFETY: as above; the attributes were validated and the event's context
                     // is pinned.

@@ -4,7 +4,7 @@
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -594,6 +594,8 @@ const CACHED_DEVICES: usize = 16;
 struct Slot {
     generation: AtomicU64,
     func: AtomicPtr<sys::CUfunc_st>,
+    /// The function's required cluster dimensions once read (see [`ClusterCache`]).
+    cluster: ClusterCache,
 }
 
 /// One of the crate's kernels. Resolves on each device on first launch there; launches go
@@ -625,6 +627,7 @@ impl EmbeddedKernel {
                 Slot {
                     generation: AtomicU64::new(0),
                     func: AtomicPtr::new(std::ptr::null_mut()),
+                    cluster: ClusterCache(AtomicU32::new(0)),
                 }
             }; CACHED_DEVICES],
         }
@@ -657,6 +660,7 @@ impl EmbeddedKernel {
         let f = get_function(a, m, self.name)?;
         if let Some(slot) = self.cache.get(a.dev.ordinal as usize) {
             // The read guard in `a` excludes a reset, so no other generation is stored now.
+            slot.cluster.0.store(0, Ordering::Relaxed);
             slot.func.store(f, Ordering::Relaxed);
             slot.generation.store(a.generation(), Ordering::Release);
         }
@@ -725,7 +729,11 @@ impl EmbeddedKernel {
                 }),
                 Some(at) => {
                     let refuse = !self.waits_for_previous;
-                    let event = prepare_extended(&lane.a, f, config, at, refuse)?;
+                    let cache = self
+                        .cache
+                        .get(lane.a.dev.ordinal as usize)
+                        .map(|s| &s.cluster);
+                    let event = prepare_extended(&lane.a, f, config, at, refuse, cache)?;
                     let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
                     lane.submit_capturable("kernel launch", uses, &mut keep, |a, raw| {
                         // SAFETY: as above; the attributes were validated against the device
@@ -747,12 +755,13 @@ pub(crate) fn prepare_extended(
     c: &LaunchConfig,
     at: &LaunchAttributes<'_>,
     refuse_serialization: bool,
+    cache: Option<&ClusterCache>,
 ) -> Result<Option<(context::Pinned, sys::CUevent)>> {
     let limits = a.dev.launch_limits()?;
     // A device without clusters is refused by the validation, before the kernel is asked.
     let func = match at.cluster_dim {
         Some(c) if limits.cluster_launch => {
-            func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE)?
+            func_cluster(a, f, c.volume() > launch::PORTABLE_CLUSTER_SIZE, cache)?
         }
         _ => FuncCluster::default(),
     };
@@ -792,21 +801,60 @@ fn func_attr(a: &Active, f: sys::CUfunction, attr: sys::CUfunction_attribute) ->
     Ok(v)
 }
 
-/// What a function says about clusters: its required dimensions and, when `non_portable`,
-/// whether it may run in non-portable cluster sizes (read as `false` otherwise). One driver
-/// call when no dimensions are required: they are all zero or all positive.
-fn func_cluster(a: &Active, f: sys::CUfunction, non_portable: bool) -> Result<FuncCluster> {
+/// A function's required cluster dimensions, read once per context generation (they are
+/// fixed when the kernel is compiled): 0 until read, then the known bit and 10 bits per
+/// dimension. Saves a `cuFuncGetAttribute` per cluster launch of the crate's and the build
+/// helper's kernels.
+pub(crate) struct ClusterCache(AtomicU32);
+
+impl ClusterCache {
+    const KNOWN: u32 = 1 << 31;
+
+    fn get(&self) -> Option<[u32; 3]> {
+        let v = self.0.load(Ordering::Relaxed);
+        (v & Self::KNOWN != 0).then(|| [v & 0x3ff, (v >> 10) & 0x3ff, (v >> 20) & 0x3ff])
+    }
+
+    fn set(&self, d: [u32; 3]) {
+        if d.iter().all(|&x| x < 1024) {
+            self.0.store(
+                Self::KNOWN | d[0] | d[1] << 10 | d[2] << 20,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
+/// What a function says about clusters: its required dimensions (from `cache` when given and
+/// filled) and, when `non_portable`, whether it may run in non-portable cluster sizes (read as
+/// `false` otherwise; never cached: the caller may change it). One driver call when no
+/// dimensions are required: they are all zero or all positive.
+fn func_cluster(
+    a: &Active,
+    f: sys::CUfunction,
+    non_portable: bool,
+    cache: Option<&ClusterCache>,
+) -> Result<FuncCluster> {
     use sys::CUfunction_attribute::*;
     let dim = |attr| func_attr(a, f, attr).map(|v| v.max(0) as u32);
-    let width = dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?;
-    let required = if width == 0 {
-        [0; 3]
-    } else {
-        [
-            width,
-            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
-            dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
-        ]
+    let required = match cache.and_then(ClusterCache::get) {
+        Some(r) => r,
+        None => {
+            let width = dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?;
+            let r = if width == 0 {
+                [0; 3]
+            } else {
+                [
+                    width,
+                    dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
+                    dim(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
+                ]
+            };
+            if let Some(c) = cache {
+                c.set(r);
+            }
+            r
+        }
     };
     Ok(FuncCluster {
         required,
@@ -1690,7 +1738,7 @@ impl Function {
             };
             // Devices without clusters report none (the defaults).
             if a.dev.launch_limits()?.cluster_launch {
-                let c = func_cluster(&a, self.raw.0, true)?;
+                let c = func_cluster(&a, self.raw.0, true, None)?;
                 at.cluster_dim_must_be_set =
                     self.attr(&a, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)? != 0;
                 at.required_cluster_dim = (c.required != [0; 3])
@@ -1869,7 +1917,7 @@ impl Function {
                 found: limits.compute_capability,
             });
         }
-        let func = func_cluster(a, self.raw.0, true)?;
+        let func = func_cluster(a, self.raw.0, true, None)?;
         let cluster = match config.attributes.cluster_dim {
             Some(c) => c,
             None if func.required != [0; 3] => {
@@ -2112,7 +2160,7 @@ impl Function {
             Some(at) => {
                 let mut at = *at;
                 at.cooperative |= cooperative;
-                let event = prepare_extended(a, self.raw.0, config, &at, false)?;
+                let event = prepare_extended(a, self.raw.0, config, &at, false, None)?;
                 let ex = Some((&at, event.as_ref().map(|e| e.1)));
                 // SAFETY: the caller's promise (see `launch`); the arguments were checked above;
                 // the attributes were validated and the event's context is pinned.
@@ -2326,6 +2374,22 @@ pub(crate) fn best_block_size(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cluster_cache_holds_dimensions_once_read() {
+        let c = ClusterCache(AtomicU32::new(0));
+        assert_eq!(c.get(), None);
+        c.set([0, 0, 0]);
+        assert_eq!(c.get(), Some([0, 0, 0]));
+        c.set([8, 2, 1]);
+        assert_eq!(c.get(), Some([8, 2, 1]));
+        c.set([1023, 1, 1023]);
+        assert_eq!(c.get(), Some([1023, 1, 1023]));
+        // Dimensions past the packing are not cached (read again each time).
+        let d = ClusterCache(AtomicU32::new(0));
+        d.set([1024, 1, 1]);
+        assert_eq!(d.get(), None);
+    }
+
     use super::*;
 
     fn put(b: &mut [u8], at: usize, v: &[u8]) {

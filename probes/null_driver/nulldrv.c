@@ -128,6 +128,8 @@ static CUresult base_cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void
 static CUresult base_cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { in_ctx("cuMemsetD32Async"); handle_ok(p, "cuMemsetD32Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD32Async (stale stream)"); OK; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *h, size_t n, void *s) { in_ctx("cuMemcpyHtoDAsync"); handle_ok(d, "cuMemcpyHtoDAsync (stale pointer)"); OK; }
 CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("cuMemcpyDtoHAsync"); handle_ok(d, "cuMemcpyDtoHAsync (stale pointer)"); OK; }
+CUresult cuLaunchKernelEx(const void *cfg, void *f, void **p, void **e) { in_ctx("cuLaunchKernelEx"); OK; }
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) { in_ctx("cuFuncGetAttribute"); *v = 0; OK; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
 // ---------------------------------------------------------------------------------------------
 // Stream capture, simulated: which streams capture (and in which capture and mode), which events

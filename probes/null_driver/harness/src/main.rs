@@ -899,6 +899,10 @@ fn overhead() {
     time("3-buffer kernel launch (hot_cold)", &mut || {
         kernels::l2::hot_cold(&s, &cfg, &x, &out, &mut y).unwrap();
     });
+    let cluster = LaunchConfig::new(2u32, 1u32).with_cluster(2);
+    time("cluster launch (2-block clusters)", &mut || {
+        kernels::launch_ex::empty90(&s, &cluster).unwrap();
+    });
     let ev = Event::new().unwrap();
     time("event record", &mut || {
         ev.record(&s).unwrap();
