@@ -812,7 +812,7 @@ impl ClusterCache {
 
     fn get(&self) -> Option<[u32; 3]> {
         let v = self.0.load(Ordering::Relaxed);
-        (v & Self::KNOWN != 0).then(|| [v & 0x3ff, (v >> 10) & 0x3ff, (v >> 20) & 0x3ff])
+        (v & Self::KNOWN != 0).then_some([v & 0x3ff, (v >> 10) & 0x3ff, (v >> 20) & 0x3ff])
     }
 
     fn set(&self, d: [u32; 3]) {
