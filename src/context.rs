@@ -727,10 +727,10 @@ pub(crate) fn release(
     release_with(ordinal, generation, during, false, f)
 }
 
-/// As [`release`], for a release that queues work without waiting for any (`cuMemFreeAsync`
-/// in a stream that is not being captured), which no capture mode forbids: the capture mode is
-/// relaxed only while a capture of the crate may be open (the swap costs about 0.1 µs, a sixth
-/// of a stream-ordered allocation and free).
+/// As [`release`], for a release that waits for nothing (`cuMemFreeAsync` in a stream that is
+/// not being captured, `cuTexObjectDestroy`): the capture mode is relaxed only while a capture
+/// of the crate may be open (the swap costs about 0.1 µs, a sixth of a stream-ordered
+/// allocation and free).
 pub(crate) fn release_async(
     ordinal: i32,
     generation: u64,

@@ -142,7 +142,9 @@ impl Drop for SurfaceObject {
             r
         };
         if waits.is_empty() {
-            context::release(
+            // Destroying an object queues nothing and waits for nothing: the capture-mode
+            // swap is skipped while no capture of the crate is open (`release_async`).
+            context::release_async(
                 device,
                 generation,
                 "destroying a surface object",
