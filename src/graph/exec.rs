@@ -460,6 +460,11 @@ impl GraphExec {
                     // What the old nodes referred to goes once the launches so far are done.
                     let old = self.kept.replace(kept);
                     let waits = self.launches.uses.points();
+                    if waits.is_empty() {
+                        // No launch in flight: released here.
+                        drop(old);
+                        return Ok(());
+                    }
                     crate::queue::defer_free(
                         self.device,
                         self.generation,
