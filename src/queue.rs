@@ -33,14 +33,17 @@
 //!   stream-ordered allocation used only on its own stream is freed at once with
 //!   `cuMemFreeAsync`. An allocation that fails for lack of memory first lets the reclaimer
 //!   finish (bounded) and tries again. [`Device::synchronize`](crate::Device::synchronize)
-//!   reclaims what is ready before it returns.
+//!   reclaims what is ready before it returns. Destroys that wait for the whole device
+//!   (`cuArrayDestroy`) run on a reclaimer of their own and only once every queue of the device
+//!   is idle (or after a grace of 1 s): while one waits it holds a lock of the driver that
+//!   other threads' creations and copies need (seen on the H200 pair).
 //! * **Capture.** While a capture begun by the crate ([`crate::graph::Capture`]) may involve a
 //!   queue (begun on it, or joined to it by an event wait), the queue is *watched*: each
 //!   submission asks the driver whether the stream is capturing (`cuStreamGetCaptureInfo`,
 //!   about 25 ns, on watched queues only). A captured submission is not queued work: its
 //!   memory is admitted as a graph node's is (device memory of the device, kept alive by a
-//!   token), the tokens go into the capture's bundle (which the graph's user object owns after
-//!   the end), no use is noted on the queue and no fence is recorded. Work that cannot be
+//!   token), the tokens go into the capture's bundle (which the graph keeps, in a user object,
+//!   after the end), no use is noted on the queue and no fence is recorded. Work that cannot be
 //!   replayed safely (copies from or to host memory, `FnOnce` host functions, graph launches,
 //!   anything not audited for capture) is refused, and any failure inside a capture makes its
 //!   end fail. A capture's begin fences everything queued before it, so later waits for that
@@ -55,7 +58,9 @@
 //!   `watch` and then waits for `inflight` to drain, so either the submission sees the watch
 //!   (and takes the queue's capture lock shared, which the begin, joins and end hold
 //!   exclusively) or the begin waits for it. A submission can therefore never be captured
-//!   without the crate knowing it.
+//!   without the crate knowing it. A thread that holds no other entry waits behind a begin,
+//!   join or end that waits for the lock (so that threads submitting in a loop cannot starve
+//!   it); a nested entry takes the lock recursively (its writer may be waiting for it).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
