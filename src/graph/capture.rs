@@ -710,7 +710,7 @@ fn end_new(stream: &Stream, s: &Arc<Session>) -> Result<Graph> {
     match (e.result, e.failure, graph, e.active) {
         (Ok(()), None, Some(g), Some(a)) => {
             if !e.tokens.is_empty() {
-                let obj = keep::attach(&a, g.shared.raw.0, e.tokens)?;
+                let obj = keep::attach(&a, e.tokens)?;
                 g.shared.objects.lock().push(obj);
             }
             Ok(g)
@@ -734,7 +734,7 @@ fn end_into(stream: &Stream, s: &Arc<Session>, g: &GraphShared) -> Result<Vec<Gr
         Some(a) if !e.tokens.is_empty() => {
             let tokens: Arc<Mutex<Tokens>> = Arc::new(Mutex::new(e.tokens));
             let mut objects = g.objects.lock();
-            match keep::attach(a, g.raw.0, vec![Box::new(tokens.clone())]) {
+            match keep::attach(a, vec![Box::new(tokens.clone())]) {
                 Ok(obj) => objects.push(obj),
                 Err(err) => {
                     std::mem::forget(tokens);

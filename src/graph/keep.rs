@@ -118,14 +118,9 @@ unsafe extern "C" fn release_bundle(p: *mut c_void) {
 }
 
 /// Moves `bundle` into a new user object and returns its one reference, for the caller to
-/// push into a graph's [`Refs`] (under the graph's lock). `graph` is not given the reference
-/// (see [`Refs`]).
-pub(crate) fn attach(
-    a: &Active,
-    graph: sys::CUgraph,
-    bundle: Bundle,
-) -> Result<Raw<sys::CUuserObject_st>> {
-    let _ = graph;
+/// push into a graph's [`Refs`] (under the graph's lock). The driver's graph is not given the
+/// reference (see [`Refs`]).
+pub(crate) fn attach(a: &Active, bundle: Bundle) -> Result<Raw<sys::CUuserObject_st>> {
     let p = Box::into_raw(Box::new(bundle));
     let mut obj: sys::CUuserObject = std::ptr::null_mut();
     // SAFETY: valid out-parameter; `p` is a live box that the destructor takes back once; one
@@ -152,12 +147,7 @@ pub(crate) fn attach(
 
 /// Releases a reference [`attach`] returned that was not pushed into any chain (the node it
 /// was made for was not added).
-pub(crate) fn unshare(
-    a: &Active,
-    graph: sys::CUgraph,
-    obj: Raw<sys::CUuserObject_st>,
-) -> Result<()> {
-    let _ = graph;
+pub(crate) fn unshare(a: &Active, obj: Raw<sys::CUuserObject_st>) -> Result<()> {
     // SAFETY: a reference the caller owns; the destructor runs later on a driver thread.
     a.check(
         unsafe { sys::cuUserObjectRelease(obj.get(), 1) },

@@ -518,7 +518,7 @@ impl Graph {
         let obj = if bundle.is_empty() {
             None
         } else {
-            Some(keep::attach(&a, keeper.raw.0, bundle)?)
+            Some(keep::attach(&a, bundle)?)
         };
         let dp = if deps.is_empty() {
             std::ptr::null()
@@ -541,7 +541,7 @@ impl Graph {
             }
             (Err(e), Some(obj)) => {
                 // The node was not added: its bundle goes back (released by the driver).
-                let _ = keep::unshare(&a, keeper.raw.0, obj);
+                let _ = keep::unshare(&a, obj);
                 Err(e)
             }
             (Err(e), None) => Err(e),

@@ -378,7 +378,7 @@ impl Graph {
         let obj = if bundle.is_empty() {
             None
         } else {
-            Some(keep::attach(&a, keeper.raw.0, bundle)?)
+            Some(keep::attach(&a, bundle)?)
         };
         let r = a.check(set(&a, raw), call);
         match (r, obj) {
@@ -389,7 +389,7 @@ impl Graph {
                 Ok(())
             }
             (Err(e), Some(obj)) => {
-                let _ = keep::unshare(&a, keeper.raw.0, obj);
+                let _ = keep::unshare(&a, obj);
                 Err(e)
             }
             (Err(e), None) => Err(e),
