@@ -75,6 +75,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 6: case 7: *v = 65535; break;
     case 8: *v = 49152; break;
     case 16: *v = 132; break;
+    case 109: *v = 134213632; break;  /* max access policy window (H100) */
     default: *v = 1; break;
   }
   OK;
@@ -674,6 +675,12 @@ CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
     }
   pthread_mutex_unlock(&gm);
   *e = (void *)h;
+  OK;
+}
+CUresult cuGraphLaunch(void *e, void *s) {
+  in_ctx("cuGraphLaunch");
+  handle_ok((uint64_t)e, "cuGraphLaunch (stale executable)");
+  stream_ok((uint64_t)s, "cuGraphLaunch (stale stream)");
   OK;
 }
 CUresult cuGraphExecDestroy(void *e) {

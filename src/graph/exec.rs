@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::keep::{self, Accumulator, ExecRefs, KeyedBundle};
 use super::nodes::{
-    host_params, kernel_bundle, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
+    check_kernel_node, host_params, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
 };
 use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared, MemsetValue};
 use crate::context::{self, Active};
@@ -529,18 +529,23 @@ impl GraphExec {
             if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
                 return Err(super::graph_mem_outside(m, CALL));
             }
-            let bundle = kernel_bundle(self.device, self.generation, function, config, args, CALL)?;
+            let operands =
+                check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
             let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
             let params = kernel_params(function, config, &mut ptrs);
-            self.update_node(node, bundle, |a, e| {
-                // SAFETY: live executable and node of its source graph (kept by `source`);
-                // arguments checked as for a node add, the memory kept by the accumulator; the
-                // caller vouches for the rest.
-                a.check(
-                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, raw, &params) },
-                    "cuGraphExecKernelNodeSetParams",
-                )
-            })
+            self.update_node_with(
+                node,
+                |k| operands.keep_into(k),
+                |a, e| {
+                    // SAFETY: live executable and node of its source graph (kept by `source`);
+                    // arguments checked as for a node add, the memory kept by the accumulator; the
+                    // caller vouches for the rest.
+                    a.check(
+                        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, raw, &params) },
+                        "cuGraphExecKernelNodeSetParams",
+                    )
+                },
+            )
         })())
     }
 
@@ -552,11 +557,22 @@ impl GraphExec {
         bundle: KeyedBundle,
         f: impl FnOnce(&Active, sys::CUgraphExec) -> Result<()>,
     ) -> Result<()> {
+        self.update_node_with(node, |k| k.keep(bundle), f)
+    }
+
+    /// As [`update_node`](Self::update_node), keeping what `keep` puts in the executable's
+    /// tokens.
+    fn update_node_with(
+        &mut self,
+        node: GraphNode,
+        keep: impl FnOnce(&mut keep::Kept),
+        f: impl FnOnce(&Active, sys::CUgraphExec) -> Result<()>,
+    ) -> Result<()> {
         let a = context::enter_handle(self.device, self.generation, "executable graph")?;
         let _l = self.source.objects.lock();
         // Not destroyed meanwhile by the graph's owner on another thread.
         super::more::still_live(&self.source, node, "an executable graph's node update")?;
-        self.acc().lock().keep(bundle);
+        keep(&mut self.acc().lock());
         f(&a, self.raw.0)
     }
 

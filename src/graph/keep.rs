@@ -96,6 +96,13 @@ impl Kept {
         }
     }
 
+    /// Keeps the token `make` gives, unless `key` is kept already (then `make` is not called).
+    pub(crate) fn keep_with(&mut self, key: Key, make: impl FnOnce() -> Token) {
+        if key.is_none_or(|k| self.keys.insert(k)) {
+            self.tokens.push(make());
+        }
+    }
+
     /// How many tokens are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

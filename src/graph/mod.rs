@@ -335,6 +335,17 @@ pub(crate) fn admit_memory(
     generation: u64,
     call: &'static str,
 ) -> Result<Arc<AllocKeep>> {
+    check_memory(alloc, device, generation, call)?;
+    Ok(alloc.keep_token())
+}
+
+/// The checks of [`admit_memory`], without taking the token.
+pub(crate) fn check_memory(
+    alloc: &Alloc,
+    device: i32,
+    generation: u64,
+    call: &'static str,
+) -> Result<()> {
     // Admission may wait for the allocation (a driver call): never inside a host function
     // (review finding).
     if context::in_host_fn() {
@@ -371,8 +382,7 @@ pub(crate) fn admit_memory(
         });
     }
     // A launch on any stream may run the node: the allocation itself must be done.
-    alloc.wait_allocated()?;
-    Ok(alloc.keep_token())
+    alloc.wait_allocated()
 }
 
 /// A host node's closure, called at every launch; owned by the node's bundle.

@@ -41,6 +41,9 @@ use crate::{AccessPolicyWindow, Copy3D, PitchedSide, PitchedSideMut, Symbol};
 #[derive(Default)]
 pub(crate) struct Extra {
     destroyed: Mutex<HashSet<usize>>,
+    /// Set (never cleared) once a node was destroyed: until then no handle needs the set's
+    /// lock (the per-node updates of executables check every handle).
+    any_destroyed: std::sync::atomic::AtomicBool,
     user_refs: Mutex<HashMap<usize, u32>>,
 }
 
@@ -55,7 +58,20 @@ impl Extra {
 
     /// Whether `raw` is the handle of a destroyed node (and no node added since has it).
     pub(crate) fn is_destroyed(&self, raw: usize) -> bool {
-        self.destroyed.lock().contains(&raw)
+        self.any_destroyed() && self.destroyed.lock().contains(&raw)
+    }
+
+    /// Whether any node was ever destroyed (see `any_destroyed`).
+    fn any_destroyed(&self) -> bool {
+        self.any_destroyed
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Notes that node `raw` was destroyed.
+    pub(crate) fn note_destroyed(&self, raw: usize) {
+        self.destroyed.lock().insert(raw);
+        self.any_destroyed
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Notes a reference to user object `obj` taken by the graph by hand.
@@ -94,6 +110,9 @@ pub(crate) fn check_not_destroyed(
     call: &'static str,
     nodes: &[GraphNode],
 ) -> Result<()> {
+    if !shared.extra.any_destroyed() {
+        return Ok(());
+    }
     let suspects: Vec<usize> = {
         let d = shared.extra.destroyed.lock();
         if d.is_empty() {
@@ -481,7 +500,7 @@ impl Graph {
                 unsafe { sys::cuGraphDestroyNode(raw) },
                 "cuGraphDestroyNode",
             )?;
-            self.shared.extra.destroyed.lock().insert(node.raw);
+            self.shared.extra.note_destroyed(node.raw);
             Ok(())
         })())
     }
@@ -1528,7 +1547,7 @@ mod tests {
     fn destroyed_handles_are_refused_until_a_node_takes_the_address_again() {
         let e = Extra::default();
         assert!(!e.is_destroyed(0x10));
-        e.destroyed.lock().insert(0x10);
+        e.note_destroyed(0x10);
         assert!(e.is_destroyed(0x10));
         e.revive(0x20);
         assert!(e.is_destroyed(0x10));

@@ -29,6 +29,26 @@ pub(crate) fn kernel_bundle(
     args: &[KernelArg<'_>],
     call: &'static str,
 ) -> Result<KeyedBundle> {
+    Ok(check_kernel_node(device, generation, function, config, args, call)?.bundle())
+}
+
+/// A kernel node's operands, checked (as [`kernel_bundle`] checks them) and borrowed: what the
+/// node will refer to, to be kept before the driver sees it.
+pub(crate) struct KernelOperands<'f, 'a, 'b> {
+    function: &'f Function,
+    args: &'a [KernelArg<'b>],
+}
+
+/// Checks a kernel node's function, configuration and arguments for `device`'s context of
+/// `generation`.
+pub(crate) fn check_kernel_node<'f, 'a, 'b>(
+    device: i32,
+    generation: u64,
+    function: &'f Function,
+    config: &LaunchConfig,
+    args: &'a [KernelArg<'b>],
+    call: &'static str,
+) -> Result<KernelOperands<'f, 'a, 'b>> {
     // Reads launch limits (driver calls) before anything else: never inside a host function.
     if context::in_host_fn() {
         return Err(Error::InHostFunction { call });
@@ -50,8 +70,6 @@ pub(crate) fn kernel_bundle(
         });
     }
     launch::validate(config, &context::device_state(device)?.launch_limits()?)?;
-    let fkey = Some((keep::KEY_FUNCTION, function.as_raw() as usize));
-    let mut bundle: KeyedBundle = vec![(fkey, Box::new(function.clone()))];
     for arg in args {
         if arg.also.is_some() {
             // The graph would keep the object's tracker, not the object: its handle could be
@@ -63,10 +81,37 @@ pub(crate) fn kernel_bundle(
             });
         }
         if let Some(u) = arg.used {
-            bundle.push(keyed(admit_memory(u.alloc, device, generation, call)?));
+            crate::graph::check_memory(u.alloc, device, generation, call)?;
         }
     }
-    Ok(bundle)
+    Ok(KernelOperands { function, args })
+}
+
+impl KernelOperands<'_, '_, '_> {
+    fn function_key(&self) -> keep::Key {
+        Some((keep::KEY_FUNCTION, self.function.as_raw() as usize))
+    }
+
+    /// Tokens for all of it, with their keys.
+    pub(crate) fn bundle(self) -> KeyedBundle {
+        let mut bundle: KeyedBundle = vec![(self.function_key(), Box::new(self.function.clone()))];
+        for u in self.args.iter().filter_map(|a| a.used) {
+            bundle.push(keyed(u.alloc.keep_token()));
+        }
+        bundle
+    }
+
+    /// Keeps in `kept` what it does not keep yet; nothing is cloned for what it keeps already
+    /// (a per-node update that changes only scalars clones nothing).
+    pub(crate) fn keep_into(self, kept: &mut keep::Kept) {
+        kept.keep_with(self.function_key(), || Box::new(self.function.clone()));
+        for u in self.args.iter().filter_map(|a| a.used) {
+            let k = u.alloc.keep_ref();
+            kept.keep_with(Some((keep::KEY_ALLOC, Arc::as_ptr(k) as usize)), || {
+                Box::new(k.clone())
+            });
+        }
+    }
 }
 
 /// A memory token with its key (the keep-alive object's address).

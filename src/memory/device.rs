@@ -122,13 +122,17 @@ impl Alloc {
 
     /// A token that keeps the allocation alive for a graph (see [`AllocKeep`]).
     pub(crate) fn keep_token(&self) -> Arc<AllocKeep> {
-        self.keep
-            .get_or_init(|| {
-                Arc::new(AllocKeep {
-                    moved: parking_lot::Mutex::new(None),
-                })
+        self.keep_ref().clone()
+    }
+
+    /// The allocation's keep-alive object, made on first use (its address is the graph's key
+    /// for the allocation).
+    pub(crate) fn keep_ref(&self) -> &Arc<AllocKeep> {
+        self.keep.get_or_init(|| {
+            Arc::new(AllocKeep {
+                moved: parking_lot::Mutex::new(None),
             })
-            .clone()
+        })
     }
 
     /// Waits until a stream-ordered allocation exists (its allocation point in its stream is
