@@ -164,9 +164,11 @@ int main() {
   cudaTextureDesc tb3;
   memset(&tb3, 0, sizeof tb3);
   STEP(cudaGetTextureObjectTextureDesc(&tb3, tex));
-  printf("texture desc: address %d %d filter %d read %d normalized %d border %.2f\n",
+  // The border colour is not compared: NVIDIA's library gave back 0.25 in one run, -0.00 and
+  // 0.00 in later ones on the same machine (this library gives back what was set).
+  printf("texture desc: address %d %d filter %d read %d normalized %d\n",
          (int)tb3.addressMode[0], (int)tb3.addressMode[1], (int)tb3.filterMode, (int)tb3.readMode,
-         tb3.normalizedCoords, tb3.borderColor[0]);
+         tb3.normalizedCoords);
   float* lin;
   STEP(cudaMalloc(&lin, 1024 * 4));
   cudaResourceDesc rl = {};

@@ -77,6 +77,21 @@ fn main() {
     common::dump_stacks_on_signal();
     let trace = std::env::var("CUDA_RUNTIME_TEST_TRACE").is_ok_and(|v| v == "1");
     let args = Arguments::from_args();
+    // CUDA_RUNTIME_TEST_ONLY: the exact names of the tests to run, separated by white space or
+    // commas (libtest-mimic takes one filter; a sanitizer run that stopped half-way is finished
+    // with the rest of the list).
+    let only: Option<Vec<String>> = std::env::var("CUDA_RUNTIME_TEST_ONLY").ok().map(|v| {
+        v.split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|n| !n.is_empty())
+            .map(|n| {
+                if n.starts_with("gpu::") {
+                    n.to_string()
+                } else {
+                    format!("gpu::{n}")
+                }
+            })
+            .collect()
+    });
     let require = std::env::var("CUDA_RUNTIME_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let unavailable = gpu_unavailable();
     // Without a GPU: ignored, or failed (each test, with the reason) when one is required.
@@ -119,6 +134,7 @@ fn main() {
     ]
     .into_iter()
     .flatten()
+    .filter(|t| only.as_ref().is_none_or(|o| o.iter().any(|n| n == t.name)))
     .collect();
     let devices = cuda_runtime::device_count().unwrap_or(0);
     if unavailable.is_none() && all.iter().any(|t| t.min_devices > devices) {
