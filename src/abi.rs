@@ -56,7 +56,7 @@ impl Entered {
             self.0
                 .dev
                 .launch_limits()
-                .and_then(|l| crate::launch::validate(config, &l)),
+                .and_then(|l| crate::launch::validate(config, l)),
         )
     }
 }

@@ -339,7 +339,7 @@ impl DeviceState {
 
     /// The device's launch limits (cached).
     #[inline]
-    pub(crate) fn launch_limits(&self) -> Result<crate::launch::LaunchLimits> {
+    pub(crate) fn launch_limits(&self) -> Result<&crate::launch::LaunchLimits> {
         crate::launch::LaunchLimits::of(&self.launch_limits, self)
     }
 
@@ -610,6 +610,40 @@ pub(crate) fn enter_current() -> Result<Active> {
 /// was reset since.
 #[inline]
 pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) -> Result<Active> {
+    match enter_fast(ordinal, generation) {
+        Some(a) => Ok(a),
+        None => enter_handle_slow(ordinal, generation, what),
+    }
+}
+
+/// The common case of [`enter_handle`], with nothing to do but take the shared lock: no
+/// orphaned release to run, not in a host function, the handle's context live and already
+/// current on this thread, no sticky error. `None` in every other case (the slow path then
+/// decides, with the same checks in full). Returns in registers, where the full path's
+/// `Result` goes through memory (measured on the launch path).
+#[inline]
+fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
+    if HAVE_ORPHANS.load(Ordering::Relaxed) || in_host_fn() {
+        return None;
+    }
+    let Some(Ok(rt)) = RUNTIME.get() else {
+        return None;
+    };
+    let dev = rt.devices.get(usize::try_from(ordinal).ok()?)?;
+    let guard = dev.ctx.read_recursive();
+    if guard.generation != generation
+        || guard.ctx.is_null()
+        || dev.sticky.load(Ordering::Acquire) != 0
+        || THREAD.with(|t| t.bound.get()) != generation
+    {
+        return None;
+    }
+    Some(Active { dev, guard })
+}
+
+#[cold]
+#[inline(never)]
+fn enter_handle_slow(ordinal: i32, generation: u64, what: &'static str) -> Result<Active> {
     let a = enter(ordinal)?;
     a.expect_generation(generation, what)?;
     Ok(a)

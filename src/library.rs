@@ -694,7 +694,7 @@ impl Kernel {
                 "cudaLaunchKernel"
             };
             let lane = stream.lane_for_submit(call)?;
-            launch::validate(config, &lane.a.dev.launch_limits()?)?;
+            launch::validate(config, lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
             // Under capture the graph keeps the kernel, and so its library.
             let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);

@@ -705,7 +705,7 @@ impl EmbeddedKernel {
                 "cudaLaunchKernel"
             };
             let lane = stream.lane_for_submit(call)?;
-            launch::validate(config, &lane.a.dev.launch_limits()?)?;
+            launch::validate(config, lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
             // The module of the crate's and the build helper's kernels stays loaded as long as
             // the context: a captured launch needs nothing else kept. A programmatic event
@@ -772,7 +772,7 @@ pub(crate) fn prepare_extended(
     launch::validate_attributes(
         c,
         at,
-        &limits,
+        limits,
         a.dev.ordinal,
         &func,
         priorities,
@@ -1941,8 +1941,8 @@ impl Function {
         };
         let mut at = config.attributes;
         at.cluster_dim = Some(cluster);
-        launch::validate(&shape, &limits)?;
-        launch::validate_attributes(&shape, &at, &limits, a.dev.ordinal, &func, None, false)?;
+        launch::validate(&shape, limits)?;
+        launch::validate_attributes(&shape, &at, limits, a.dev.ordinal, &func, None, false)?;
         Ok(cluster)
     }
 
@@ -2005,7 +2005,7 @@ impl Function {
                 grid: Dim3::new(1, 1, 1),
                 ..*config
             };
-            launch::validate(&shape, &limits)?;
+            launch::validate(&shape, limits)?;
             let mut none = launch::raw_attributes(&LaunchAttributes::default(), None);
             let cfg = launch::raw_config(&shape, std::ptr::null_mut(), &mut none);
             let mut n = 0i32;
@@ -2135,7 +2135,7 @@ impl Function {
                 expected: a.dev.ordinal,
             });
         }
-        launch::validate(config, &a.dev.launch_limits()?)?;
+        launch::validate(config, a.dev.launch_limits()?)?;
         // Under capture the graph keeps the function, and so its module.
         let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
         match attrs {

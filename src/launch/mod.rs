@@ -174,12 +174,25 @@ impl LaunchLimits {
     }
 
     /// The limits of a device, cached.
-    pub(crate) fn of(cache: &OnceLock<LaunchLimits>, dev: &DeviceState) -> Result<LaunchLimits> {
+    /// (A reference: the limits are copied by no launch.)
+    #[inline]
+    pub(crate) fn of<'c>(
+        cache: &'c OnceLock<LaunchLimits>,
+        dev: &DeviceState,
+    ) -> Result<&'c LaunchLimits> {
         if let Some(l) = cache.get() {
-            return Ok(*l);
+            return Ok(l);
         }
+        Self::read_into(cache, dev)
+    }
+
+    #[cold]
+    fn read_into<'c>(
+        cache: &'c OnceLock<LaunchLimits>,
+        dev: &DeviceState,
+    ) -> Result<&'c LaunchLimits> {
         let l = LaunchLimits::read(dev)?;
-        Ok(*cache.get_or_init(|| l))
+        Ok(cache.get_or_init(|| l))
     }
 }
 
