@@ -309,6 +309,25 @@ impl Drop for Alloc {
                         .as_ref()
                         .is_none_or(|o| o.waited.is_empty()) =>
             {
+                // The common case first, with no clone of the stream and no closure: not in a
+                // host function, the context live and current, no capture of the crate open.
+                // (Context before queue entry, the order of `alloc_in`.)
+                if !s.home_queue().is_legacy() && !context::in_host_fn() && queue::no_capture() {
+                    if let Ok(Some(a)) = context::enter_live(device, generation) {
+                        let entry = s.home_queue().enter();
+                        if !entry.watched() {
+                            // SAFETY: as below.
+                            let r = a.check(
+                                unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
+                                "cuMemFreeAsync",
+                            );
+                            if let Err(e) = r {
+                                a.dev.defer("freeing device memory", e);
+                            }
+                            return;
+                        }
+                    }
+                }
                 // A capture of the crate cannot begin on the stream until the free is queued.
                 let entry = s.home_queue().enter();
                 // Not in the legacy stream: a free there would invalidate a capture of any
