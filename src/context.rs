@@ -461,6 +461,9 @@ pub(crate) fn enter(ordinal: i32) -> Result<Active> {
 /// context is still the live one, without creating a context. `Ok(None)`: the context was reset
 /// and the handle's driver state died with it.
 pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
+    if let Some(a) = enter_fast(ordinal, generation) {
+        return Ok(Some(a));
+    }
     enter_live_in(device_state(ordinal)?, generation)
 }
 
@@ -788,7 +791,11 @@ fn release_with(
     let Ok(dev) = device_state(ordinal) else {
         return;
     };
-    match enter_live_in(dev, generation) {
+    let entered = match enter_fast(ordinal, generation) {
+        Some(a) => Ok(Some(a)),
+        None => enter_live_in(dev, generation),
+    };
+    match entered {
         Ok(Some(a)) => {
             // Relaxed: a drop never invalidates a user's capture in global or thread-local
             // mode (what it frees is no capture's: captured memory is kept by tokens).

@@ -76,6 +76,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 8: *v = 49152; break;
     case 16: *v = 132; break;
     case 109: *v = 134213632; break;  /* max access policy window (H100) */
+    case 21: case 22: case 23: *v = 131072; break;  /* 1-D and 2-D texture sizes */
     default: *v = 1; break;
   }
   OK;
@@ -677,6 +678,11 @@ CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
   *e = (void *)h;
   OK;
 }
+// Arrays and texture objects (for the harness's `overhead` figures): handles only.
+CUresult cuArray3DCreate_v2(void **a, const void *desc) { in_ctx("cuArray3DCreate"); *a = (void *)make(); OK; }
+CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); OK; }
+CUresult cuTexObjectCreate(uint64_t *t, const void *res, const void *tex, const void *view) { in_ctx("cuTexObjectCreate"); *t = make(); OK; }
+CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); handle_ok(t, "cuTexObjectDestroy (stale)"); OK; }
 CUresult cuGraphLaunch(void *e, void *s) {
   in_ctx("cuGraphLaunch");
   handle_ok((uint64_t)e, "cuGraphLaunch (stale executable)");

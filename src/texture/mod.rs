@@ -282,7 +282,8 @@ pub(crate) fn texture_desc(
         seamless_cubemap,
     } = *d;
     let inval = ErrorCode::InvalidValue;
-    let texel = format!("{channels} x {format:?}");
+    // Named in errors only (not formatted on the success path).
+    let texel = || format!("{channels} x {format:?}");
     if kind == ResKind::Linear {
         let default = TextureDesc::default();
         if address_mode != default.address_mode
@@ -317,7 +318,7 @@ pub(crate) fn texture_desc(
         return Err(bad(
             ErrorCode::InvalidNormSetting,
             "read_mode",
-            format!("NormalizedFloat for {texel} texels"),
+            format!("NormalizedFloat for {} texels", texel()),
             "only 8- and 16-bit integer texels can be read as normalised floats",
         ));
     }
@@ -330,7 +331,7 @@ pub(crate) fn texture_desc(
             return Err(bad(
                 ErrorCode::InvalidFilterSetting,
                 what,
-                format!("Linear for {texel} texels read as {read_mode:?}"),
+                format!("Linear for {} texels read as {read_mode:?}", texel()),
                 "linear filtering needs a float result: float texels, or 8- and 16-bit \
                  integers read as normalised floats",
             ));
@@ -340,7 +341,7 @@ pub(crate) fn texture_desc(
         return Err(bad(
             inval,
             "srgb",
-            format!("true for {texel} texels read as {read_mode:?}"),
+            format!("true for {} texels read as {read_mode:?}", texel()),
             "sRGB conversion applies to 8-bit unsigned texels read as normalised floats only",
         ));
     }

@@ -945,6 +945,11 @@ fn overhead() {
     time("graph launch (10 kernel nodes)", &mut || {
         exec.launch(&s).unwrap();
     });
+    let array = cuda_runtime::Array::<f32>::new_2d(4096, 4096, Default::default()).unwrap();
+    let tdesc = cuda_runtime::TextureDesc::default();
+    time("texture object create + destroy", &mut || {
+        drop(cuda_runtime::TextureObject::from_array(&array, &tdesc).unwrap());
+    });
     let mut turn = 0u32;
     time("one kernel-node update", &mut || {
         turn ^= 1;
