@@ -43,6 +43,12 @@ for src in "$here"/*.cu; do
   else
     echo "DIFFERS  $name (exit NVIDIA $rt, ours $ro)"
     diff "$work/$name.theirs" "$work/$name.ours" | head -40
+    # Both outputs whole, when asked (scripts/gpu-verify keeps them with its logs).
+    if [ -n "${CONFORMANCE_KEEP:-}" ]; then
+      mkdir -p "$CONFORMANCE_KEEP"
+      cp "$work/$name.theirs" "$CONFORMANCE_KEEP/$name.nvidia.txt"
+      cp "$work/$name.ours" "$CONFORMANCE_KEEP/$name.ours.txt"
+    fi
     fail=1
   fi
 done
