@@ -352,4 +352,32 @@ mod tests {
         drop(kept);
         assert_eq!(Arc::strong_count(&a), 1);
     }
+
+    #[test]
+    fn keep_with_makes_a_token_only_for_a_new_key() {
+        let a = Arc::new(7u32);
+        let mut kept = Kept::default();
+        let mut made = 0;
+        for key in [
+            Some((KEY_FUNCTION, 0x10)),
+            Some((KEY_FUNCTION, 0x10)),
+            None,
+            None,
+        ] {
+            kept.keep_with(key, || {
+                made += 1;
+                Box::new(a.clone())
+            });
+        }
+        // One for the key (twice given), one for each keyless token.
+        assert_eq!(made, 3);
+        assert_eq!(kept.len(), 3);
+        assert_eq!(Arc::strong_count(&a), 4);
+        // A key already kept through `keep` is not made again either.
+        kept.keep(vec![(Some((KEY_ALLOC, 0x20)), Box::new(a.clone()))]);
+        kept.keep_with(Some((KEY_ALLOC, 0x20)), || unreachable!("the key is kept"));
+        assert_eq!(kept.len(), 4);
+        drop(kept);
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
 }
