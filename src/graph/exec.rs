@@ -531,8 +531,20 @@ impl GraphExec {
             }
             let operands =
                 check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
-            let mut ptrs: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
-            let params = kernel_params(function, config, &mut ptrs);
+            // The argument pointers on the stack for the usual counts (no allocation per
+            // update).
+            let mut stack = [std::ptr::null_mut::<c_void>(); 24];
+            let mut heap = Vec::new();
+            let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
+                for (p, a) in stack.iter_mut().zip(args) {
+                    *p = a.value_ptr();
+                }
+                &mut stack[..args.len()]
+            } else {
+                heap.extend(args.iter().map(KernelArg::value_ptr));
+                &mut heap
+            };
+            let params = kernel_params(function, config, ptrs);
             self.update_node_with(
                 node,
                 |k| operands.keep_into(k),
