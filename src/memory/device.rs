@@ -309,30 +309,53 @@ impl Drop for Alloc {
                         .as_ref()
                         .is_none_or(|o| o.waited.is_empty()) =>
             {
-                // The common case first, with no clone of the stream and no closure: not in a
-                // host function, the context live and current, no capture of the crate open.
-                // (Context before queue entry, the order of `alloc_in`.)
-                if !s.home_queue().is_legacy() && !context::in_host_fn() && queue::no_capture() {
-                    if let Ok(Some(a)) = context::enter_live(device, generation) {
-                        let entry = s.home_queue().enter();
-                        if !entry.watched() {
-                            // SAFETY: as below.
-                            let r = a.check(
-                                unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
-                                "cuMemFreeAsync",
-                            );
-                            if let Err(e) = r {
-                                a.dev.defer("freeing device memory", e);
+                // Outside host functions the context is entered before the queue's entry (the
+                // order of `alloc_in`, `Lane::submit` and capture begin / end): entering it
+                // while holding the entry could wait behind a reset that waits for a capture's
+                // end that waits for the entry (review finding). No stream clone, no closure.
+                if !s.home_queue().is_legacy() && !context::in_host_fn() {
+                    match context::enter_live(device, generation) {
+                        Ok(Some(a)) => {
+                            // A capture of the crate cannot begin on the stream until the free
+                            // is queued.
+                            let entry = s.home_queue().enter();
+                            if !entry.watched() {
+                                // SAFETY: `ptr` is a live stream-ordered allocation of this
+                                // context, used only by work of its own stream (not being
+                                // captured: the entry holds off a capture), which the free
+                                // follows.
+                                let free = || {
+                                    a.check(
+                                        unsafe { sys::cuMemFreeAsync(ptr, s.as_raw()) },
+                                        "cuMemFreeAsync",
+                                    )
+                                };
+                                // Relaxed while a capture is open elsewhere: a drop never
+                                // invalidates a user's capture.
+                                let r = if queue::no_capture() {
+                                    free()
+                                } else {
+                                    queue::relaxed(free)
+                                };
+                                if let Err(e) = r {
+                                    a.dev.defer("freeing device memory", e);
+                                }
+                                return;
                             }
-                            return;
                         }
+                        // The context was reset: the memory went with it.
+                        Ok(None) => return,
+                        // Reported by the deferred way below.
+                        Err(_) => {}
                     }
                 }
                 // A capture of the crate cannot begin on the stream until the free is queued.
                 let entry = s.home_queue().enter();
                 // Not in the legacy stream: a free there would invalidate a capture of any
                 // blocking stream (review finding); such memory goes the deferred way below.
-                if !entry.watched() && !s.home_queue().is_legacy() {
+                // (Only inside a host function, where the free is handed on without entering
+                // the context; every other case not freed above goes the deferred way.)
+                if context::in_host_fn() && !entry.watched() && !s.home_queue().is_legacy() {
                     let s2 = s.clone();
                     context::release_async(device, generation, "freeing device memory", move |a| {
                         // SAFETY: `ptr` is a live stream-ordered allocation of this context,
