@@ -2290,18 +2290,8 @@ pub(crate) unsafe fn submit_launch(
     if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
         return Err(crate::graph::graph_mem_outside(m, call));
     }
-    // Up to 32 arguments live on the stack; more are rare enough to allocate.
-    let mut stack = [std::ptr::null_mut::<c_void>(); 32];
-    let mut heap = Vec::new();
-    let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
-        for (slot, arg) in stack.iter_mut().zip(args) {
-            *slot = arg.value_ptr();
-        }
-        &mut stack[..args.len()]
-    } else {
-        heap.extend(args.iter().map(KernelArg::value_ptr));
-        &mut heap
-    };
+    let mut arg_ptrs = ArgPtrs::new(args);
+    let ptrs = arg_ptrs.as_mut_slice();
     let uses: Vec<Use<'_>> = args
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
@@ -2370,6 +2360,42 @@ pub(crate) fn best_block_size(
         size = size.saturating_sub(warp);
     }
     Ok((best.0, best.1))
+}
+
+/// The argument pointers of a launch (`kernelParams`): up to 32 on the stack, more (rare) on
+/// the heap.
+pub(crate) struct ArgPtrs {
+    stack: [*mut c_void; 32],
+    len: usize,
+    heap: Vec<*mut c_void>,
+}
+
+impl ArgPtrs {
+    #[inline]
+    pub(crate) fn new(args: &[KernelArg<'_>]) -> ArgPtrs {
+        let mut p = ArgPtrs {
+            stack: [std::ptr::null_mut(); 32],
+            len: args.len(),
+            heap: Vec::new(),
+        };
+        if args.len() <= p.stack.len() {
+            for (slot, arg) in p.stack.iter_mut().zip(args) {
+                *slot = arg.value_ptr();
+            }
+        } else {
+            p.heap.extend(args.iter().map(KernelArg::value_ptr));
+        }
+        p
+    }
+
+    #[inline]
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [*mut c_void] {
+        if self.len <= self.stack.len() {
+            &mut self.stack[..self.len]
+        } else {
+            &mut self.heap
+        }
+    }
 }
 
 #[cfg(test)]

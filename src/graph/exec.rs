@@ -1,7 +1,6 @@
 //! Executable graphs: instantiate, upload, launch, whole-graph and per-node updates.
 
 use std::cell::Cell;
-use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::sync::Arc;
@@ -531,19 +530,8 @@ impl GraphExec {
             }
             let operands =
                 check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
-            // The argument pointers on the stack for the usual counts (no allocation per
-            // update).
-            let mut stack = [std::ptr::null_mut::<c_void>(); 24];
-            let mut heap = Vec::new();
-            let ptrs: &mut [*mut c_void] = if args.len() <= stack.len() {
-                for (p, a) in stack.iter_mut().zip(args) {
-                    *p = a.value_ptr();
-                }
-                &mut stack[..args.len()]
-            } else {
-                heap.extend(args.iter().map(KernelArg::value_ptr));
-                &mut heap
-            };
+            let mut arg_ptrs = crate::module::ArgPtrs::new(args);
+            let ptrs = arg_ptrs.as_mut_slice();
             let params = kernel_params(function, config, ptrs);
             self.update_node_with(
                 node,
