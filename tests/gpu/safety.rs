@@ -94,9 +94,14 @@ fn expect_memory_back(dev: Device, base: usize, what: &str) {
             return;
         }
         if Instant::now() > deadline {
+            // What holds the memory: the default pool (reserved and used now) and any error a
+            // drop met (a free that failed leaks rather than frees under running work).
+            let pool = cuda_runtime::MemPool::default_for(dev).and_then(|p| p.stats());
+            let deferred = dev.take_deferred_errors();
             panic!(
                 "{what}: device memory did not come back: {free} bytes free ({} MiB), baseline \
-                 {base} bytes ({} MiB), {} MiB missing (slack {} MiB)",
+                 {base} bytes ({} MiB), {} MiB missing (slack {} MiB); default pool {pool:?}; \
+                 errors met in drops: {deferred:?}",
                 free >> 20,
                 base >> 20,
                 (base - free) >> 20,
