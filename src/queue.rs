@@ -1163,6 +1163,15 @@ fn bury_later(
     y.wake.notify_one();
 }
 
+/// How many deferred frees have been made (queued to the driver) so far, by any thread: a
+/// synchronising call that saw it change knows that frees were queued after its wait.
+static BURIED: AtomicU64 = AtomicU64::new(0);
+
+/// The number of deferred frees made so far (see [`BURIED`]).
+pub(crate) fn buried() -> u64 {
+    BURIED.load(Ordering::Acquire)
+}
+
 fn bury(g: Grave) {
     let Grave {
         device,
@@ -1177,6 +1186,7 @@ fn bury(g: Grave) {
         Ok(None) => free(None),
         Err(e) => Err(e),
     });
+    BURIED.fetch_add(1, Ordering::AcqRel);
     if let (Err(e), Some(d)) = (r, dev) {
         d.defer(during, e);
     }

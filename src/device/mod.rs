@@ -358,6 +358,7 @@ impl Device {
     }
 
     fn synchronize_inner(self) -> Result<()> {
+        let before = crate::queue::buried();
         {
             let a = context::enter(self.ordinal)?;
             // SAFETY: the context is current.
@@ -367,6 +368,17 @@ impl Device {
         // this returns (bounded: a free stuck behind another thread's new work is left to the
         // reclaimer).
         crate::queue::reclaim(self.ordinal, std::time::Duration::from_millis(500));
+        if crate::queue::buried() != before {
+            // The deferred frees are queued in streams (never `cuMemFree`, which waits for the
+            // whole device): waiting once more makes them complete, and lets the memory pool
+            // give its unused memory back, so that `memory_info` right after this call counts
+            // the memory dropped before it as free, as after `cudaFree` + `cudaDeviceSynchronize`.
+            // (Only when frees were made since the first wait: nothing else is waited for
+            // twice otherwise.)
+            let a = context::enter(self.ordinal)?;
+            // SAFETY: the context is current.
+            a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+        }
         Ok(())
     }
 

@@ -495,27 +495,42 @@ pub(crate) fn validate_attributes(
 /// The most attributes one launch sets.
 const MAX_ATTRS: usize = 9;
 
-/// Launch attributes in the driver's form, on the stack.
+/// Launch attributes in the driver's form, on the stack. Only the attributes set are written
+/// (the rest of the list stays uninitialised: a launch with one attribute does not fill nine).
 pub(crate) struct RawAttrs {
-    list: [sys::CUlaunchAttribute; MAX_ATTRS],
+    list: [std::mem::MaybeUninit<sys::CUlaunchAttribute>; MAX_ATTRS],
     len: usize,
 }
 
 impl RawAttrs {
+    fn new() -> RawAttrs {
+        RawAttrs {
+            list: [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRS],
+            len: 0,
+        }
+    }
+
     fn push(&mut self, id: sys::CUlaunchAttributeID, value: sys::CUlaunchAttributeValue) {
         if let Some(slot) = self.list.get_mut(self.len) {
-            *slot = sys::CUlaunchAttribute {
+            slot.write(sys::CUlaunchAttribute {
                 id,
                 pad: [0; 4],
                 value,
-            };
+            });
             self.len += 1;
         }
     }
 
     /// The attributes set, as the driver takes them.
     pub(crate) fn as_mut_slice(&mut self) -> &mut [sys::CUlaunchAttribute] {
-        &mut self.list[..self.len]
+        // SAFETY: the first `len` entries were written by `push` (`len` never exceeds the
+        // list's length, and only `push` raises it); `MaybeUninit<T>` has `T`'s layout.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.list.as_mut_ptr().cast::<sys::CUlaunchAttribute>(),
+                self.len,
+            )
+        }
     }
 }
 
@@ -527,14 +542,7 @@ fn blank() -> sys::CUlaunchAttributeValue {
 /// pinned by the caller). Validated attributes only.
 pub(crate) fn raw_attributes(at: &LaunchAttributes<'_>, event: Option<sys::CUevent>) -> RawAttrs {
     use sys::CUlaunchAttributeID as Id;
-    let mut r = RawAttrs {
-        list: [sys::CUlaunchAttribute {
-            id: Id::CU_LAUNCH_ATTRIBUTE_IGNORE,
-            pad: [0; 4],
-            value: blank(),
-        }; MAX_ATTRS],
-        len: 0,
-    };
+    let mut r = RawAttrs::new();
     if let Some(c) = at.cluster_dim {
         let mut v = blank();
         v.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
