@@ -734,7 +734,8 @@ impl EmbeddedKernel {
                         .get(lane.a.dev.ordinal as usize)
                         .map(|s| &s.cluster);
                     let event = prepare_extended(&lane.a, f, config, at, refuse, cache)?;
-                    let mut raw_attrs = launch::raw_attributes(at, event.as_ref().map(|e| e.1));
+                    let mut raw_attrs = launch::RawAttrs::new();
+                    launch::fill_raw_attributes(&mut raw_attrs, at, event.as_ref().map(|e| e.1));
                     lane.submit_capturable("kernel launch", uses, &mut keep, |a, raw| {
                         // SAFETY: as above; the attributes were validated against the device
                         // and the kernel, and the programmatic event's context is pinned.
@@ -2322,7 +2323,8 @@ pub(crate) unsafe fn submit_launch(
             unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
         }),
         Some((at, event)) => {
-            let mut attrs = launch::raw_attributes(at, event);
+            let mut attrs = launch::RawAttrs::new();
+            launch::fill_raw_attributes(&mut attrs, at, event);
             lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
                 // SAFETY: as above; the attributes were validated by the caller, and the
                 // event's context is pinned by it.

@@ -503,7 +503,7 @@ pub(crate) struct RawAttrs {
 }
 
 impl RawAttrs {
-    fn new() -> RawAttrs {
+    pub(crate) fn new() -> RawAttrs {
         RawAttrs {
             list: [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRS],
             len: 0,
@@ -540,9 +540,21 @@ fn blank() -> sys::CUlaunchAttributeValue {
 
 /// The driver's form of `at`; `event` is the programmatic event's raw handle (its context
 /// pinned by the caller). Validated attributes only.
+/// (A wrapper of [`fill_raw_attributes`] for the callers that are not on a launch path.)
 pub(crate) fn raw_attributes(at: &LaunchAttributes<'_>, event: Option<sys::CUevent>) -> RawAttrs {
-    use sys::CUlaunchAttributeID as Id;
     let mut r = RawAttrs::new();
+    fill_raw_attributes(&mut r, at, event);
+    r
+}
+
+/// Writes the driver's form of `at` into `r` (empty), in place: returning the list by value
+/// copied all of its 656 bytes on every extended launch.
+pub(crate) fn fill_raw_attributes(
+    r: &mut RawAttrs,
+    at: &LaunchAttributes<'_>,
+    event: Option<sys::CUevent>,
+) {
+    use sys::CUlaunchAttributeID as Id;
     if let Some(c) = at.cluster_dim {
         let mut v = blank();
         v.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
@@ -603,7 +615,6 @@ pub(crate) fn raw_attributes(at: &LaunchAttributes<'_>, event: Option<sys::CUeve
     if let Some(w) = at.access_policy_window {
         r.push(Id::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, w.to_sys());
     }
-    r
 }
 
 /// The driver's launch configuration for `c` on `stream` with `attrs`; valid while `attrs` is

@@ -6,7 +6,8 @@
 mod ex;
 
 pub(crate) use ex::{
-    raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs, PORTABLE_CLUSTER_SIZE,
+    fill_raw_attributes, raw_attributes, raw_config, validate_attributes, FuncCluster, RawAttrs,
+    PORTABLE_CLUSTER_SIZE,
 };
 pub use ex::{
     ClusterSchedulingPolicy, Launch, LaunchAttributes, LaunchConfigEx, MemSyncDomain,
