@@ -32,6 +32,7 @@ crate::tests![
     array_copies_match_a_cpu_model,
     refusals_name_their_values_before_the_driver,
     linear_fetches_match_the_buffer,
+    streaming_kernels_sum_exactly_what_they_read,
     texture_2d_fetches_match_the_cpu_sampler,
     integer_element_reads_are_exact,
     texture_3d_and_layered_fetches_match_the_cpu_sampler,
@@ -598,6 +599,63 @@ fn refusals_name_their_values_before_the_driver() {
     assert!(
         TextureObject::from_linear(&buf.slice(0..0).unwrap(), &TextureDesc::default()).is_err()
     );
+}
+
+/// The streaming kernels of the texture bench (four loads in flight per thread) sum every value
+/// once: through a float4 linear texture (fetches past its end read zero), and through global
+/// loads of an aligned buffer whose length is no multiple of 4 and of a misaligned view.
+fn streaming_kernels_sum_exactly_what_they_read() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let n4 = r.usize(20_000..120_000);
+    let data = random_texels::<[f32; 4]>(&mut r, n4);
+    // Sums of values in (-1, 1) per thread: compared with a tolerance for f32 accumulation.
+    let check = |what: &str, sums: &DeviceBuffer<f32>, values: &[f32]| {
+        let got: f64 = sums.to_vec().unwrap().iter().map(|&v| f64::from(v)).sum();
+        let want: f64 = values.iter().map(|&v| f64::from(v)).sum();
+        let scale: f64 = values
+            .iter()
+            .map(|&v| f64::from(v.abs()))
+            .sum::<f64>()
+            .max(1.0);
+        assert!(
+            (got - want).abs() <= 1e-5 * scale,
+            "{what}: sum {got}, expected {want} (tolerance {})",
+            1e-5 * scale
+        );
+    };
+    let flat: Vec<f32> = data.iter().flatten().copied().collect();
+    for _ in 0..3 {
+        let cfg = LaunchConfig::new(r.u32(1..300), 32 * r.u32(1..17));
+        let threads = (cfg.grid.x * cfg.block.x) as usize;
+        // Texture: n4 texels, asked for up to 1000 more (they read zero).
+        let buf = DeviceBuffer::from_slice(&data).unwrap();
+        let tex = TextureObject::from_linear(&buf, &TextureDesc::default()).unwrap();
+        let mut sums = DeviceBuffer::from_slice(&vec![f32::NAN; threads]).unwrap();
+        let asked = n4 + r.usize(0..1000);
+        kernels::texture::stream_texture(&s, &cfg, &tex, asked as u64, &mut sums).unwrap();
+        check(&format!("texture, {n4} texels, {cfg:?}"), &sums, &flat);
+        // Global loads: an aligned buffer of 4 * n4 - k floats (k < 4), and a view one float
+        // past an aligned start (the float path).
+        let len = 4 * n4 - r.usize(0..4);
+        let g = DeviceBuffer::from_slice(&flat[..len]).unwrap();
+        kernels::texture::stream_global(&s, &cfg, &g, &mut sums).unwrap();
+        check(
+            &format!("global loads, {len} floats, {cfg:?}"),
+            &sums,
+            &flat[..len],
+        );
+        let view = g.slice(1..).unwrap();
+        kernels::texture::stream_global(&s, &cfg, &view, &mut sums).unwrap();
+        check(
+            &format!(
+                "global loads, misaligned view of {} floats, {cfg:?}",
+                len - 1
+            ),
+            &sums,
+            &flat[1..len],
+        );
+    }
 }
 
 fn linear_fetches_match_the_buffer() {
