@@ -1,0 +1,72 @@
+// Whether the driver's stream-ordered allocation is cheaper from a pool handle than from the
+// device's current pool: 1 MiB `cuMemAllocAsync` + `cuMemFreeAsync` against
+// `cuMemAllocFromPoolAsync` (the device's default pool, which is its current pool here) +
+// `cuMemFreeAsync`, and libcudart's `cudaMallocAsync` + `cudaFreeAsync`, in interleaved batches
+// of 2000 on one stream; medians of 21 batches, microseconds per pair. (The crate's
+// `DeviceBuffer::new_async` makes the first call; `cudaMallocAsync` must keep the current pool's
+// semantics, so a faster pool-handle path would need the current pool cached.)
+//
+//   nvcc -O2 -arch=sm_90 alloc_async_paths.cu -lcuda -o /tmp/alloc_async_paths && /tmp/alloc_async_paths
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                 \
+  do {                                                                        \
+    CUresult r_ = (x);                                                        \
+    if (r_ != CUDA_SUCCESS) {                                                 \
+      printf("alloc %s failed: %d\n", #x, (int)r_);                           \
+      return 1;                                                               \
+    }                                                                         \
+  } while (0)
+
+int main() {
+  const size_t bytes = 1 << 20;
+  const int batch = 2000, rounds = 21;
+  cudaFree(nullptr);  // the runtime's primary context, current on this thread
+  CUcontext ctx;
+  CK(cuCtxGetCurrent(&ctx));
+  CUdevice dev;
+  CK(cuCtxGetDevice(&dev));
+  CUmemoryPool pool;
+  CK(cuDeviceGetDefaultMemPool(&pool, dev));
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  std::vector<double> t_current, t_pool, t_rt;
+  for (int round = 0; round < rounds; round++) {
+    for (int way = 0; way < 3; way++) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < batch; i++) {
+        CUdeviceptr p;
+        if (way == 0) {
+          CK(cuMemAllocAsync(&p, bytes, s));
+          CK(cuMemFreeAsync(p, s));
+        } else if (way == 1) {
+          CK(cuMemAllocFromPoolAsync(&p, bytes, pool, s));
+          CK(cuMemFreeAsync(p, s));
+        } else {
+          void *q;
+          if (cudaMallocAsync(&q, bytes, (cudaStream_t)s) != cudaSuccess ||
+              cudaFreeAsync(q, (cudaStream_t)s) != cudaSuccess) {
+            printf("alloc cudaMallocAsync failed\n");
+            return 1;
+          }
+        }
+      }
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / batch;
+      CK(cuStreamSynchronize(s));
+      (way == 0 ? t_current : way == 1 ? t_pool : t_rt).push_back(us);
+    }
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  printf("alloc cuMemAllocAsync+cuMemFreeAsync %.3f us\n", med(t_current));
+  printf("alloc cuMemAllocFromPoolAsync(default)+cuMemFreeAsync %.3f us\n", med(t_pool));
+  printf("alloc cudaMallocAsync+cudaFreeAsync %.3f us\n", med(t_rt));
+  return 0;
+}
