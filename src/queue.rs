@@ -94,6 +94,15 @@ impl FenceEvent {
 impl Drop for FenceEvent {
     fn drop(&mut self) {
         let raw = self.raw;
+        // Kept for the next fence of the device (re-recording an event leaves the waits already
+        // queued on its earlier record as they were), up to a bound; destroyed past it.
+        {
+            let mut spare = SPARE_FENCES.lock();
+            if spare.len() < MAX_SPARE_FENCES {
+                spare.push((self.device, self.generation, raw));
+                return;
+            }
+        }
         context::release(
             self.device,
             self.generation,
@@ -108,6 +117,29 @@ impl Drop for FenceEvent {
             },
         );
     }
+}
+
+/// Fence events no fence holds any more, for reuse by the next fence of their device: each
+/// fenced submission (per-thread streams, host-reachable memory) made and destroyed an event,
+/// two driver calls beside its record. Tagged with the context generation they were made in:
+/// after a reset they died with their context, and are dropped from here, never reused nor
+/// destroyed. (Locked inside a queue's state lock, never the other way round.)
+static SPARE_FENCES: Mutex<Vec<(i32, u64, Raw<sys::CUevent_st>)>> = Mutex::new(Vec::new());
+
+/// The most spare fence events kept (for all devices).
+const MAX_SPARE_FENCES: usize = 64;
+
+/// A spare fence event of `device` made in context generation `generation` (the live one),
+/// if any; spares of the device's earlier contexts are dropped on the way.
+fn take_spare_fence(device: i32, generation: u64) -> Option<Raw<sys::CUevent_st>> {
+    let mut spare = SPARE_FENCES.lock();
+    let i = spare.iter().rposition(|&(d, _, _)| d == device)?;
+    if spare[i].1 == generation {
+        return Some(spare.swap_remove(i).2);
+    }
+    spare.retain(|&(d, g, _)| d != device || g == generation);
+    let i = spare.iter().rposition(|&(d, _, _)| d == device)?;
+    Some(spare.swap_remove(i).2)
 }
 
 /// The most fences a queue keeps.
@@ -435,13 +467,19 @@ impl Queue {
             )?),
             _ => None,
         };
-        let mut ev: sys::CUevent = std::ptr::null_mut();
-        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        // SAFETY: the context is current; valid out-parameter.
-        a.check(
-            unsafe { sys::cuEventCreate(&mut ev, flags) },
-            "cuEventCreate",
-        )?;
+        let ev = match take_spare_fence(self.device, self.generation) {
+            Some(ev) => ev.0,
+            None => {
+                let mut ev: sys::CUevent = std::ptr::null_mut();
+                let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                // SAFETY: the context is current; valid out-parameter.
+                a.check(
+                    unsafe { sys::cuEventCreate(&mut ev, flags) },
+                    "cuEventCreate",
+                )?;
+                ev
+            }
+        };
         let event = Arc::new(FenceEvent {
             raw: Raw(ev),
             device: self.device,

@@ -891,6 +891,11 @@ fn overhead() {
     time("4-argument kernel launch (1 buffer)", &mut || {
         kernels::params::four_args(&s, &cfg, &mut out, 1, 2.0, 3.0).unwrap();
     });
+    // On the per-thread stream each launch that uses memory is fenced (an event recorded).
+    let pts = cuda_runtime::Stream::per_thread().unwrap();
+    time("4-argument launch, per-thread stream", &mut || {
+        kernels::params::four_args(&pts, &cfg, &mut out, 1, 2.0, 3.0).unwrap();
+    });
     let x = DeviceBuffer::<f32>::new(16).unwrap();
     let mut y = DeviceBuffer::<f32>::new(16).unwrap();
     time("2-buffer kernel launch (spin_read_sum)", &mut || {
