@@ -3,7 +3,9 @@
 // `cuMemAllocFromPoolAsync` (the device's default pool, which is its current pool here) +
 // `cuMemFreeAsync`, and libcudart's `cudaMallocAsync` + `cudaFreeAsync`, in interleaved batches
 // of 2000 on one stream; medians of 21 batches, microseconds per pair. (The crate's
-// `DeviceBuffer::new_async` makes the first call; `cudaMallocAsync` must keep the current pool's
+// `DeviceBuffer::new_async` makes the first call; also `cuMemAlloc` with `cuMemFree` and with
+// `cuMemFreeAsync` in an idle stream, which the crate's drop of an unused `DeviceBuffer::new`
+// makes (36.8 us per pair in the memory bench against 5.4 us for cuMemAlloc + cuMemFree); `cudaMallocAsync` must keep the current pool's
 // semantics, so a faster pool-handle path would need the current pool cached.)
 //
 //   nvcc -O2 -arch=sm_90 alloc_async_paths.cu -lcuda -o /tmp/alloc_async_paths && /tmp/alloc_async_paths
@@ -35,9 +37,9 @@ int main() {
   CK(cuDeviceGetDefaultMemPool(&pool, dev));
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  std::vector<double> t_current, t_pool, t_rt;
+  std::vector<double> t_current, t_pool, t_rt, t_free, t_free_async;
   for (int round = 0; round < rounds; round++) {
-    for (int way = 0; way < 3; way++) {
+    for (int way = 0; way < 5; way++) {
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < batch; i++) {
         CUdeviceptr p;
@@ -46,6 +48,15 @@ int main() {
           CK(cuMemFreeAsync(p, s));
         } else if (way == 1) {
           CK(cuMemAllocFromPoolAsync(&p, bytes, pool, s));
+          CK(cuMemFreeAsync(p, s));
+        } else if (way == 3) {
+          // What `cudaMalloc` + `cudaFree` cost (the free waits for the whole device).
+          CK(cuMemAlloc(&p, bytes));
+          CK(cuMemFree(p));
+        } else if (way == 4) {
+          // What the crate does for a buffer of `cudaMalloc` dropped unused: a stream-ordered
+          // free in a stream of its own, so that the drop waits for no other work.
+          CK(cuMemAlloc(&p, bytes));
           CK(cuMemFreeAsync(p, s));
         } else {
           void *q;
@@ -58,7 +69,8 @@ int main() {
       }
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / batch;
       CK(cuStreamSynchronize(s));
-      (way == 0 ? t_current : way == 1 ? t_pool : t_rt).push_back(us);
+      (way == 0 ? t_current : way == 1 ? t_pool : way == 2 ? t_rt : way == 3 ? t_free : t_free_async)
+          .push_back(us);
     }
   }
   auto med = [](std::vector<double> v) {
@@ -68,5 +80,7 @@ int main() {
   printf("alloc cuMemAllocAsync+cuMemFreeAsync %.3f us\n", med(t_current));
   printf("alloc cuMemAllocFromPoolAsync(default)+cuMemFreeAsync %.3f us\n", med(t_pool));
   printf("alloc cudaMallocAsync+cudaFreeAsync %.3f us\n", med(t_rt));
+  printf("alloc cuMemAlloc+cuMemFree %.3f us\n", med(t_free));
+  printf("alloc cuMemAlloc+cuMemFreeAsync %.3f us\n", med(t_free_async));
   return 0;
 }
