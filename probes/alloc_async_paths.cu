@@ -3,10 +3,11 @@
 // `cuMemAllocFromPoolAsync` (the device's default pool, which is its current pool here) +
 // `cuMemFreeAsync`, and libcudart's `cudaMallocAsync` + `cudaFreeAsync`, in interleaved batches
 // of 2000 on one stream; medians of 21 batches, microseconds per pair. (The crate's
-// `DeviceBuffer::new_async` makes the first call; also `cuMemAlloc` with `cuMemFree` and with
-// `cuMemFreeAsync` in an idle stream, which the crate's drop of an unused `DeviceBuffer::new`
-// makes (36.8 us per pair in the memory bench against 5.4 us for cuMemAlloc + cuMemFree); `cudaMallocAsync` must keep the current pool's
-// semantics, so a faster pool-handle path would need the current pool cached.)
+// `DeviceBuffer::new_async` makes the first call; `cudaMallocAsync` must keep the current
+// pool's semantics, so a faster pool-handle path would need the current pool cached.) Also
+// `cuMemAlloc` with `cuMemFree`, and with `cuMemFreeAsync` in an idle stream, which the crate's
+// drop of an unused `DeviceBuffer::new` makes (36.8 us per pair in the memory bench against
+// 5.4 us for cuMemAlloc + cuMemFree).
 //
 //   nvcc -O2 -arch=sm_90 alloc_async_paths.cu -lcuda -o /tmp/alloc_async_paths && /tmp/alloc_async_paths
 #include <algorithm>
