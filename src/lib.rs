@@ -63,7 +63,7 @@
 //!   launch on a created or legacy stream records nothing: it costs a lock and a few stores
 //!   over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use waits for its fence,
 //!   from any thread, whatever kind of stream it was on. A fence's event is kept for the next
-//!   fence of its device once no one holds the fence (up to 64 spare events), so a fenced
+//!   fence of its device once no one holds the fence (up to 32 spare events per device), so a fenced
 //!   submission costs one event record, not a create, a record and a destroy.
 //! * **Drops do not wait for unrelated work.** Device memory is freed once its own uses are
 //!   done: at once when none is pending; otherwise a background thread (the reclaimer) frees it

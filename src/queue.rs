@@ -98,8 +98,9 @@ impl Drop for FenceEvent {
         // queued on its earlier record as they were), up to a bound; destroyed past it.
         {
             let mut spare = SPARE_FENCES.lock();
-            if spare.len() < MAX_SPARE_FENCES {
-                spare.push((self.device, self.generation, raw));
+            let device = self.device;
+            if spare.iter().filter(|&&(d, _, _)| d == device).count() < MAX_SPARE_FENCES {
+                spare.push((device, self.generation, raw));
                 return;
             }
         }
@@ -126,8 +127,10 @@ impl Drop for FenceEvent {
 /// destroyed. (Locked inside a queue's state lock, never the other way round.)
 static SPARE_FENCES: Mutex<Vec<(i32, u64, Raw<sys::CUevent_st>)>> = Mutex::new(Vec::new());
 
-/// The most spare fence events kept (for all devices).
-const MAX_SPARE_FENCES: usize = 64;
+/// The most spare fence events kept per device. (Per device: the spares of a device reset and
+/// never used again are dropped only by that device's next fence, and must not stop the other
+/// devices' reuse; review finding.)
+const MAX_SPARE_FENCES: usize = 32;
 
 /// A spare fence event of `device` made in context generation `generation` (the live one),
 /// if any; spares of the device's earlier contexts are dropped on the way.

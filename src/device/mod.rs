@@ -369,15 +369,24 @@ impl Device {
         // reclaimer).
         crate::queue::reclaim(self.ordinal, std::time::Duration::from_millis(500));
         if crate::queue::buried() != before {
-            // The deferred frees are queued in streams (never `cuMemFree`, which waits for the
-            // whole device): waiting once more makes them complete, and lets the memory pool
-            // give its unused memory back, so that `memory_info` right after this call counts
-            // the memory dropped before it as free, as after `cudaFree` + `cudaDeviceSynchronize`.
-            // (Only when frees were made since the first wait: nothing else is waited for
-            // twice otherwise.)
+            // Deferred frees are queued in streams (never `cuMemFree`, which waits for the
+            // whole device). Those in the crate's stream for frees (memory of `cudaMalloc`, and
+            // stream-ordered memory whose stream may be captured) are waited for here, so that
+            // `memory_info` right after this call counts that memory as free, as after
+            // `cudaFree` + `cudaDeviceSynchronize`; the stream holds nothing but frees. (Not a
+            // second `cuCtxSynchronize`: it would wait for work other threads queued after this
+            // call began, and break another thread's global capture; review finding.) Frees
+            // queued in an allocation's own stream complete with that stream's work.
             let a = context::enter(self.ordinal)?;
-            // SAFETY: the context is current.
-            a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+            let s = a.free_stream()?;
+            // SAFETY: the crate's own stream of the current context, holding only frees (never
+            // captured; relaxed so that a user's global capture survives it).
+            crate::queue::relaxed(|| {
+                a.check(
+                    unsafe { sys::cuStreamSynchronize(s) },
+                    "cuStreamSynchronize",
+                )
+            })?;
         }
         Ok(())
     }
