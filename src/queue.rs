@@ -1394,6 +1394,28 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
 mod tests {
     use super::*;
 
+    #[test]
+    fn spare_fences_are_taken_only_from_their_device_and_live_generation() {
+        // Device numbers no real device has; the handles are never given to a driver.
+        let h = |n: usize| Raw(n as *mut sys::CUevent_st);
+        SPARE_FENCES.lock().extend([
+            (9001, 1, h(0x11)),
+            (9001, 2, h(0x12)),
+            (9002, 2, h(0x22)),
+            (9001, 1, h(0x13)),
+        ]);
+        // The last spare of the device is of an earlier context: it and the other one of that
+        // context are dropped, never handed out; the live one is.
+        assert_eq!(take_spare_fence(9001, 2), Some(h(0x12)));
+        assert_eq!(take_spare_fence(9001, 2), None);
+        assert!(!SPARE_FENCES.lock().iter().any(|&(d, _, _)| d == 9001));
+        // Another device's spare was left alone; asked for in a later context, it is dropped.
+        assert!(SPARE_FENCES.lock().contains(&(9002, 2, h(0x22))));
+        assert_eq!(take_spare_fence(9002, 3), None);
+        assert!(!SPARE_FENCES.lock().iter().any(|&(d, _, _)| d == 9002));
+        assert_eq!(take_spare_fence(9003, 1), None);
+    }
+
     fn queue(kind: QueueKind) -> Arc<Queue> {
         Arc::new(Queue::new(std::ptr::null_mut(), 0, 1, kind))
     }
