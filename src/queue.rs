@@ -1365,6 +1365,20 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
     }
 }
 
+/// Waits for the frees queued in the crate's stream for frees of the entered context `a` (the
+/// stream holds nothing but frees: never captured, waited for in relaxed mode so that a user's
+/// global capture survives it).
+pub(crate) fn wait_free_stream(a: &Active) -> Result<()> {
+    let s = a.free_stream()?;
+    // SAFETY: the crate's own stream of the current context.
+    relaxed(|| {
+        a.check(
+            unsafe { sys::cuStreamSynchronize(s) },
+            "cuStreamSynchronize",
+        )
+    })
+}
+
 /// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
 /// deferred frees of the device finish (up to two seconds) and tries once more.
 pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
@@ -1373,17 +1387,7 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
             let device = a.dev.ordinal;
             reclaim(device, Duration::from_secs(2));
             a.rebind()?;
-            // Frees queued in the crate's stream for frees are complete once it is.
-            if let Ok(s) = a.free_stream() {
-                // SAFETY: the crate's own stream of the current context, holding only frees
-                // (never captured; relaxed so that a user's global capture survives it).
-                let _ = relaxed(|| {
-                    a.check(
-                        unsafe { sys::cuStreamSynchronize(s) },
-                        "cuStreamSynchronize",
-                    )
-                });
-            }
+            let _ = wait_free_stream(a);
             f()
         }
         r => r,

@@ -377,16 +377,7 @@ impl Device {
             // second `cuCtxSynchronize`: it would wait for work other threads queued after this
             // call began, and break another thread's global capture; review finding.) Frees
             // queued in an allocation's own stream complete with that stream's work.
-            let a = context::enter(self.ordinal)?;
-            let s = a.free_stream()?;
-            // SAFETY: the crate's own stream of the current context, holding only frees (never
-            // captured; relaxed so that a user's global capture survives it).
-            crate::queue::relaxed(|| {
-                a.check(
-                    unsafe { sys::cuStreamSynchronize(s) },
-                    "cuStreamSynchronize",
-                )
-            })?;
+            crate::queue::wait_free_stream(&context::enter(self.ordinal)?)?;
         }
         Ok(())
     }
