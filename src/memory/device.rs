@@ -1396,28 +1396,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                         },
                         "cuMemAllocFromPoolAsync",
                     ),
-                    // The device's current pool, asked for at each call (so a pool set
-                    // since is used, as `cudaMallocAsync` does), then an allocation from that
-                    // pool: on the H200 this pair took 1.09 us per allocation and free against
-                    // 1.39 us for `cuMemAllocAsync`, which finds the same pool itself
-                    // (`probes/alloc_async_paths.cu`, eighth session); libcudart takes the
-                    // same path (1.10 us).
-                    None => {
-                        let mut cur: sys::CUmemoryPool = std::ptr::null_mut();
-                        // SAFETY: valid device of the current context; valid out-parameter.
-                        a.check(
-                            unsafe { sys::cuDeviceGetMemPool(&mut cur, a.dev.raw) },
-                            "cuDeviceGetMemPool",
-                        )?;
-                        // SAFETY: the context is current; valid out-parameter; live stream of
-                        // this context and its device's current pool.
-                        a.check(
-                            unsafe {
-                                sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, cur, s.as_raw())
-                            },
-                            "cuMemAllocFromPoolAsync",
-                        )
-                    }
+                    None => a.check(
+                        unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, s.as_raw()) },
+                        "cuMemAllocAsync",
+                    ),
                 },
                 // SAFETY: the context is current; valid out-parameter.
                 None => a.check(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, "cuMemAlloc"),
