@@ -3,7 +3,9 @@
 // own and in the suite, but under memcheck (alone, eighth session) copy 0 read back as 0, the
 // destination's old contents. This probe makes the same copies with the driver alone: random
 // sources, zeroed destinations, one batch on a non-blocking stream, a stream synchronise, and
-// a read back, with and without the tool.
+// a read back, with and without the tool. A third pass orders the read back as the crate
+// does: an event recorded on the stream after the batch, the legacy stream made to wait for
+// it, and a synchronous copy there.
 //
 //   nvcc -O2 -arch=sm_90 batch_copy_memcheck.cu -lcuda -o /tmp/batch && /tmp/batch &&
 //   compute-sanitizer --tool memcheck /tmp/batch
@@ -47,11 +49,13 @@ int main() {
   CK(cuCtxSynchronize());
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  for (int order = 0; order < 2; order++) {
+  CUevent ev;
+  CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  for (int order = 0; order < 3; order++) {
     CUmemcpyAttributes attr;
     memset(&attr, 0, sizeof attr);
-    attr.srcAccessOrder = order == 0 ? CU_MEMCPY_SRC_ACCESS_ORDER_STREAM
-                                     : CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    attr.srcAccessOrder = order == 1 ? CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
+                                     : CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
     attr.srcLocHint.id = 0;
     attr.dstLocHint = attr.srcLocHint;
@@ -59,14 +63,19 @@ int main() {
     for (size_t i = 0; i < n; i++) CK(cuMemsetD8(dst[i], 0, sizes[i]));
     CK(cuCtxSynchronize());
     CK(cuMemcpyBatchAsync(dst.data(), src.data(), sizes.data(), n, &attr, &idx, 1, s));
-    CK(cuStreamSynchronize(s));
+    if (order == 2) {
+      CK(cuEventRecord(ev, s));
+      CK(cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0));
+    } else {
+      CK(cuStreamSynchronize(s));
+    }
     for (size_t i = 0; i < n; i++) {
       std::vector<unsigned> back(lens[i]);
       CK(cuMemcpyDtoH(back.data(), dst[i], sizes[i]));
       size_t bad = 0;
       for (size_t k = 0; k < lens[i]; k++) bad += back[k] != host[i][k];
       printf("batch order=%s copy %zu of %zu elements: %zu differ\n",
-             order == 0 ? "stream" : "during_call", i, lens[i], bad);
+             order == 0 ? "stream" : order == 1 ? "during_call" : "stream+event_wait", i, lens[i], bad);
     }
   }
   return 0;
