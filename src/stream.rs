@@ -195,6 +195,11 @@ impl Stream {
 
     /// The calling thread's per-thread default stream of the current device
     /// (`cudaStreamPerThread`). Only for use on the thread that asked for it.
+    ///
+    /// Each submission here that uses memory also records an event (only this thread can name
+    /// this stream, so the point another thread may wait for is recorded at once: see the
+    /// `queue` mechanism in the crate docs), about doubling a launch's submission cost; for
+    /// work submitted often, a created [`Stream::new`] costs what the raw driver call does.
     #[doc(alias = "cudaStreamPerThread")]
     pub fn per_thread() -> Result<Stream> {
         record(special(Kind::PerThread))
