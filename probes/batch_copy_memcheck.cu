@@ -5,7 +5,8 @@
 // sources, zeroed destinations, one batch on a non-blocking stream, a stream synchronise, and
 // a read back, with and without the tool. A third pass orders the read back as the crate
 // does: an event recorded on the stream after the batch, the legacy stream made to wait for
-// it, and a synchronous copy there.
+// it, and a synchronous copy there; a fourth asks `cuEventQuery` first and skips the wait when
+// the event says done, as the crate's enqueue path does.
 //
 //   nvcc -O2 -arch=sm_90 batch_copy_memcheck.cu -lcuda -o /tmp/batch && /tmp/batch &&
 //   compute-sanitizer --tool memcheck /tmp/batch
@@ -51,7 +52,7 @@ int main() {
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CUevent ev;
   CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
-  for (int order = 0; order < 3; order++) {
+  for (int order = 0; order < 4; order++) {
     CUmemcpyAttributes attr;
     memset(&attr, 0, sizeof attr);
     attr.srcAccessOrder = order == 1 ? CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
@@ -66,6 +67,11 @@ int main() {
     if (order == 2) {
       CK(cuEventRecord(ev, s));
       CK(cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0));
+    } else if (order == 3) {
+      CK(cuEventRecord(ev, s));
+      CUresult q = cuEventQuery(ev);
+      printf("batch query right after the batch: %d\n", (int)q);
+      if (q != CUDA_SUCCESS) CK(cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0));
     } else {
       CK(cuStreamSynchronize(s));
     }
@@ -75,7 +81,7 @@ int main() {
       size_t bad = 0;
       for (size_t k = 0; k < lens[i]; k++) bad += back[k] != host[i][k];
       printf("batch order=%s copy %zu of %zu elements: %zu differ\n",
-             order == 0 ? "stream" : order == 1 ? "during_call" : "stream+event_wait", i, lens[i], bad);
+             order == 0 ? "stream" : order == 1 ? "during_call" : order == 2 ? "stream+event_wait" : "stream+query", i, lens[i], bad);
     }
   }
   return 0;
