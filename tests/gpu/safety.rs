@@ -1353,11 +1353,10 @@ fn stress_child() {
         drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
         s.synchronize().unwrap();
     }
-    // A short round first, not counted: the driver's own bookkeeping for many threads, streams
-    // and events grows once with the concurrency (6 and 8 MiB were missing after single rounds
-    // on the H200 with the crate's pool empty and no drop failing, eighth session) and is not
-    // memory of the crate's.
-    stress_round(&mut r, Duration::from_millis(300));
+    // (A short uncounted round before the baseline made it worse, not better: 72 and 106 MiB
+    // missing after the counted round in two of three runs on the H200, eighth session, where
+    // one round alone left 0 to 8 MiB. Not understood yet; the failure message now says
+    // whether the memory comes back late or never.)
     cuda_runtime::device::synchronize().unwrap();
     let (base, _) = dev.memory_info().unwrap();
     let checks = stress_round(&mut r, STRESS_TIME);
