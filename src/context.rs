@@ -353,10 +353,22 @@ impl DeviceState {
         if st.ctx.is_null() {
             let mut ctx: sys::CUcontext = std::ptr::null_mut();
             // SAFETY: `raw` is a device handle the driver gave; the pointer is valid.
-            driver::check(
-                unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, self.raw) },
-                "cuDevicePrimaryCtxRetain",
-            )?;
+            let r = driver::rc(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, self.raw) });
+            if r != 0 {
+                let e = Error::from_driver(r, "cuDevicePrimaryCtxRetain");
+                // After a sticky error and a reset, driver 580 refuses the new primary context
+                // with the sticky error for the rest of the process; libcudart answers every
+                // later call with `cudaErrorDevicesUnavailable` (probes/reset_after_trap.cu,
+                // H200, eighth session), and so does the crate.
+                if e.code().is_sticky() {
+                    return Err(Error::Cuda {
+                        code: ErrorCode::DevicesUnavailable,
+                        driver: Some(r),
+                        call: "cuDevicePrimaryCtxRetain",
+                    });
+                }
+                return Err(e);
+            }
             st.ctx = Raw(ctx);
             st.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         }

@@ -71,8 +71,9 @@ pub enum Error {
     },
     /// A sticky error: an earlier failure corrupted the device's context, and every call on that
     /// device reports it until the device is reset. On driver 580 a reset does not recover
-    /// from such errors either (libcudart then reports `cudaErrorDevicesUnavailable`): the process
-    /// must be restarted, as NVIDIA documents for these errors.
+    /// from such errors either: every later call that needs the device then fails with
+    /// `cudaErrorDevicesUnavailable` ([`ErrorCode::DevicesUnavailable`], as libcudart answers),
+    /// and the process must be restarted, as NVIDIA documents for these errors.
     #[error("device {device} is unusable until it is reset: {code} ({})", .code.description())]
     Sticky {
         /// The device whose context is corrupted.

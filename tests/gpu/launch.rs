@@ -705,12 +705,17 @@ fn sticky_error() {
     assert_eq!(cuda_runtime::peek_at_last_error(), None);
     drop(keep);
     drop(s);
-    // Reset succeeds; on driver 580 the device stays unusable for this process afterwards, as
-    // with libcudart (which reports cudaErrorDevicesUnavailable): later calls fail cleanly.
+    // Reset succeeds; on driver 580 the device stays unusable for this process afterwards:
+    // later calls fail cleanly with cudaErrorDevicesUnavailable, as libcudart's do (a driver
+    // that recovers would give the data back instead).
     dev.reset().unwrap();
     match DeviceBuffer::from_slice(&[1u32, 2, 3]) {
         Ok(d) => assert_eq!(d.to_vec().unwrap(), vec![1, 2, 3]),
-        Err(e) => eprintln!("after reset: {e}"),
+        Err(e) => {
+            eprintln!("after reset: {e}");
+            assert_eq!(e.code(), ErrorCode::DevicesUnavailable, "{e}");
+            assert!(!e.is_sticky(), "{e}");
+        }
     }
     println!("sticky checks passed");
 }
