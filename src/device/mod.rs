@@ -340,6 +340,12 @@ impl Device {
     pub fn memory_info(self) -> Result<(usize, usize)> {
         record((|| {
             let a = context::enter(self.ordinal)?;
+            // Memory already freed into the crate's stream for frees counts as free, as after
+            // `cudaFree` (the driver counts it as used until that stream is waited for; the
+            // stream holds only frees whose memory's uses are done, so this is quick).
+            if crate::queue::frees_unwaited(self.ordinal) {
+                crate::queue::wait_free_stream(&a)?;
+            }
             let (mut free, mut total) = (0usize, 0usize);
             // SAFETY: the context is current; valid out-parameters.
             a.check(
@@ -368,10 +374,11 @@ impl Device {
         // this returns (bounded: a free stuck behind another thread's new work is left to the
         // reclaimer).
         crate::queue::reclaim(self.ordinal, std::time::Duration::from_millis(500));
-        if crate::queue::buried() != before {
+        if crate::queue::buried() != before || crate::queue::frees_unwaited(self.ordinal) {
             // Deferred frees are queued in streams (never `cuMemFree`, which waits for the
             // whole device). Those in the crate's stream for frees (memory of `cudaMalloc`, and
-            // stream-ordered memory whose stream may be captured) are waited for here, so that
+            // stream-ordered memory whose stream may be captured), made by this call's reclaim
+            // or earlier by any thread, are waited for here, so that
             // `memory_info` right after this call counts that memory as free, as after
             // `cudaFree` + `cudaDeviceSynchronize`; the stream holds nothing but frees. (Not a
             // second `cuCtxSynchronize`: it would wait for work other threads queued after this

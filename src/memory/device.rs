@@ -423,11 +423,11 @@ impl Drop for Alloc {
             // capture may involve it), or the crate's stream for frees; every use of the
             // memory is done already.
             let entry = home.as_ref().map(|(s, _)| s.home_queue().enter());
-            let stream = match (&home, &entry) {
+            let (stream, in_free_stream) = match (&home, &entry) {
                 (Some((s, _)), Some(e)) if !e.watched() && !s.home_queue().is_legacy() => {
-                    s.as_raw()
+                    (s.as_raw(), false)
                 }
-                _ => a.free_stream()?,
+                _ => (a.free_stream()?, true),
             };
             // SAFETY: a live allocation of this context whose uses (and allocation) are all
             // done, freed in a stream no capture records.
@@ -435,6 +435,10 @@ impl Drop for Alloc {
                 unsafe { sys::cuMemFreeAsync(ptr, stream) },
                 "cuMemFreeAsync",
             );
+            if r.is_ok() && in_free_stream {
+                // In the crate's stream for frees: `device::synchronize` waits for it.
+                crate::queue::note_free_queued(a.dev.ordinal);
+            }
             drop(entry);
             // Forgotten only once freed: an import of the same pointer meanwhile is refused
             // (it would alias this one), never handed the memory this free releases.
