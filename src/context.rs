@@ -50,6 +50,9 @@ pub(crate) struct DeviceState {
     pub(crate) ctx: CtxLock<CtxState>,
     /// The number of a sticky [`ErrorCode`] that corrupted the context; 0 when none.
     sticky: AtomicU32,
+    /// Set when a reset cleared a sticky error: a refused retain afterwards is reported as
+    /// libcudart reports it (see `activate`).
+    reset_after_sticky: AtomicBool,
     deferred: Mutex<Vec<DeferredError>>,
     /// Launch limits, read on first launch.
     pub(crate) launch_limits: OnceLock<crate::launch::LaunchLimits>,
@@ -116,6 +119,7 @@ fn runtime_slow() -> Result<&'static Runtime> {
                         ordinal,
                     ),
                     sticky: AtomicU32::new(0),
+                    reset_after_sticky: AtomicBool::new(false),
                     deferred: Mutex::new(Vec::new()),
                     launch_limits: OnceLock::new(),
                     priority_range: OnceLock::new(),
@@ -359,8 +363,9 @@ impl DeviceState {
                 // After a sticky error and a reset, driver 580 refuses the new primary context
                 // with the sticky error for the rest of the process; libcudart answers every
                 // later call with `cudaErrorDevicesUnavailable` (probes/reset_after_trap.cu,
-                // H200, eighth session), and so does the crate.
-                if e.code().is_sticky() {
+                // H200, eighth session), and so does the crate. (Only after such a reset: a
+                // sticky code from a first activation is passed on as it is.)
+                if e.code().is_sticky() && self.reset_after_sticky.load(Ordering::Acquire) {
                     return Err(Error::Cuda {
                         code: ErrorCode::DevicesUnavailable,
                         driver: Some(r),
@@ -457,7 +462,9 @@ impl DeviceState {
         }
         st.ctx = Raw::null();
         st.generation = 0;
-        self.sticky.store(0, Ordering::Release);
+        if self.sticky.swap(0, Ordering::AcqRel) != 0 {
+            self.reset_after_sticky.store(true, Ordering::Release);
+        }
         Ok(())
     }
 }

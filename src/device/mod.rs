@@ -341,10 +341,11 @@ impl Device {
         record((|| {
             let a = context::enter(self.ordinal)?;
             // Memory already freed into the crate's stream for frees counts as free, as after
-            // `cudaFree` (the driver counts it as used until that stream is waited for; the
-            // stream holds only frees whose memory's uses are done, so this is quick).
+            // `cudaFree`, once that stream has run the frees (the driver was seen to count it
+            // as used until the stream is looked at). A query, never a wait: this call does
+            // not block.
             if crate::queue::frees_unwaited(self.ordinal) {
-                crate::queue::wait_free_stream(&a)?;
+                crate::queue::poll_free_stream(&a)?;
             }
             let (mut free, mut total) = (0usize, 0usize);
             // SAFETY: the context is current; valid out-parameters.

@@ -675,26 +675,46 @@ fn housekeeping_never_breaks_a_global_capture() {
         let d = DeviceBuffer::from_slice(&expect).unwrap();
         let mut pinned = PinnedBuffer::<u32>::new(n).unwrap();
         d.copy_to_pinned_async(&mut pinned, &t).unwrap();
+        let pts = Stream::per_thread().unwrap();
+        let mut out = DeviceBuffer::<f32>::new(16).unwrap();
+        // (The kernels' module loaded before the capture.)
+        kernels::params::four_args(&pts, &LaunchConfig::new(1u32, 1u32), &mut out, -1, 0.0, 0.0)
+            .unwrap();
         ready_tx.send(()).unwrap();
         go_rx.recv().unwrap();
-        // During the capture: only the crate's housekeeping.
+        // During the capture: only the crate's housekeeping, and launches that use memory on
+        // this thread's per-thread stream, each fenced: past 16 fences one is queried to prune
+        // them, which must not break the capture either (review finding).
         drop(bufs);
         drop(events);
+        for a in 0..24 {
+            kernels::params::four_args(
+                &pts,
+                &LaunchConfig::new(1u32, 1u32),
+                &mut out,
+                a,
+                0.5,
+                0.25,
+            )
+            .unwrap();
+        }
         let seen = pinned.as_slice().unwrap().to_vec();
         drop(t);
         drop((pinned, d));
-        seen
+        (seen, out)
     });
     ready_rx.recv().unwrap();
     let cap = s.begin_capture(CaptureMode::Global).unwrap();
     go_tx.send(()).unwrap();
     dst.copy_from_device_async(&src, &s).unwrap();
     drop(used); // its use on `other` may still be pending: a deferred free
-    let seen = helper.join().unwrap();
+    let (seen, out) = helper.join().unwrap();
     let graph = cap
         .end()
         .expect("the crate's housekeeping invalidated the capture");
     assert_same("pinned read during the capture", &seen, &input);
+    // The last of the helper's launches: out[0] = 23 + 0.5 + 0.25.
+    assert_eq!(out.to_vec().unwrap()[0], 23.75);
     graph.instantiate().unwrap().launch(&s).unwrap();
     s.synchronize().unwrap();
     assert_same("dst", &dst.to_vec().unwrap(), &input);

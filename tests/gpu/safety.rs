@@ -689,11 +689,24 @@ fn safety_dropped_memory_is_free_after_synchronize() {
             b.fill_async(v, &s).unwrap();
         }
         s.synchronize().unwrap();
-        for (b, &v) in bufs.iter().zip(&values) {
-            let mut head = vec![0u32; 1024];
-            b.slice(..1024).unwrap().copy_to_host(&mut head).unwrap();
-            assert_same(&format!("round {round}: fill"), &head, &vec![v; 1024]);
+        // Read back on the same stream and waited for there, so that every use of every
+        // buffer is known done and each drop frees on its own thread (not the reclaimer).
+        let mut heads = vec![vec![0u32; 1024]; 4];
+        for (b, h) in bufs.iter().zip(heads.iter_mut()) {
+            b.slice(..1024).unwrap().copy_to_host_async(h, &s).unwrap();
         }
+        s.synchronize().unwrap();
+        for (h, &v) in heads.iter().zip(&values) {
+            assert_same(&format!("round {round}: fill"), h, &vec![v; 1024]);
+        }
+        let (in_use, _) = dev.memory_info().unwrap();
+        assert!(
+            in_use + (256 << 20) <= base + MEMORY_SLACK,
+            "round {round}: the 256 MiB allocated do not show in memory_info ({} MiB free, \
+             baseline {} MiB)",
+            in_use >> 20,
+            base >> 20
+        );
         std::thread::scope(|sc| {
             for b in bufs.drain(..) {
                 sc.spawn(move || drop(b));
