@@ -424,6 +424,10 @@ fn batched_copies_move_random_data() {
     batch.copy(&mut managed, &view);
     assert_eq!(batch.len(), lens.len() + 1);
     batch.submit(&s).unwrap();
+    // The read-backs below run in the default stream, which a non-blocking stream does not
+    // synchronise with: wait for the batch first, as a CUDA program must (without it the first
+    // read-back overtook the batch under memcheck, eighth session).
+    s.synchronize().unwrap();
     for (i, d) in dst.iter().enumerate() {
         assert_same(&format!("batch copy {i}"), &d.to_vec().unwrap(), &srcs[i]);
     }
