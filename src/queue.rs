@@ -644,8 +644,10 @@ impl Queue {
         let Ok(Some(a)) = context::enter_live(self.device, self.generation) else {
             return;
         };
+        // Relaxed: a thread that exits while another thread's global capture is open must not
+        // invalidate it (housekeeping, as every other wait of the crate's; review finding).
         // SAFETY: the per-thread stream of the current (live) context, on its own thread.
-        let r = unsafe { sys::cuStreamSynchronize(self.raw()) };
+        let r = relaxed(|| unsafe { sys::cuStreamSynchronize(self.raw()) });
         if driver::rc(r) == 0 {
             self.completed(seq);
         } else {
