@@ -10,6 +10,15 @@ use crate::error::{record, set_last_error, Error, Result};
 /// cudarc's raw driver bindings, the same instance the crate uses.
 pub use cudarc::driver::sys;
 
+/// Runs `f` with the calling thread's stream-capture mode relaxed
+/// (`cuThreadExchangeStreamCaptureMode`, restored afterwards), for the library's own
+/// housekeeping, such as loading a program's kernels lazily on their first launch: made in
+/// global mode during a capture (the program's own, or another thread's), such a call would
+/// fail and invalidate the capture, where NVIDIA's library loads them without doing so.
+pub fn relaxed<R>(f: impl FnOnce() -> R) -> R {
+    crate::queue::relaxed(f)
+}
+
 /// The current device's primary context, active and current on the calling thread, kept from a
 /// reset while this lives (as every call of the crate holds it).
 pub struct Entered(Active);

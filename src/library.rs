@@ -52,8 +52,10 @@ impl Drop for LibraryInner {
         // Unloading is context-independent: no context is entered.
         let raw = self.raw;
         let unload = move || {
+            // Relaxed: a drop never invalidates another thread's global capture.
             // SAFETY: loaded by `Library::load`, unloaded once.
-            let r = driver::rc(unsafe { sys::cuLibraryUnload(raw.get()) });
+            let r =
+                crate::queue::relaxed(|| driver::rc(unsafe { sys::cuLibraryUnload(raw.get()) }));
             if r != 0 {
                 if let Ok(d) = context::device_state(context::current_ordinal()) {
                     d.defer(

@@ -543,8 +543,10 @@ impl EmbeddedModule {
         let m = match self.image {
             Image::Ptx => {
                 let (_, ptx) = ptx_c_string(self.ptx.as_bytes(), self.name)?;
+                // Loaded lazily on the first launch: housekeeping, relaxed so that it never
+                // invalidates another thread's global capture (audit finding).
                 // SAFETY: NUL-terminated PTX text, which the driver reads as text up to its NUL.
-                unsafe { load_image(a, ptx.as_bytes_with_nul()) }?
+                crate::queue::relaxed(|| unsafe { load_image(a, ptx.as_bytes_with_nul()) })?
             }
             Image::Disabled { feature } => return Err(feature_disabled(self.name, feature)),
             Image::Linked { fatbin, archs } => {
@@ -553,8 +555,8 @@ impl EmbeddedModule {
                 // SAFETY: a well-formed fat binary, the promise of `linked`'s caller (the
                 // generated code: the crate's own image in cuda-runtime-devrt, written by the
                 // pinned nvcc, checked byte for byte in CI and against the sources' hash at
-                // compile time); its header was checked just now.
-                unsafe { load_image(a, fatbin) }?
+                // compile time); its header was checked just now. Relaxed, as above.
+                crate::queue::relaxed(|| unsafe { load_image(a, fatbin) })?
             }
         };
         // Entries of earlier (reset) contexts of this device are dead.

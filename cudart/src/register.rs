@@ -208,9 +208,11 @@ fn library(f: &Fatbin) -> Result<sys::CUlibrary, Error> {
         return Ok(lib as sys::CUlibrary);
     }
     let mut lib: sys::CUlibrary = std::ptr::null_mut();
+    // Relaxed: the first launch may come inside a capture, the program's own or another
+    // thread's (NVIDIA's library loads its modules lazily too, without breaking captures).
     // SAFETY: the wrapper nvcc emitted for this fatbin, alive for the program; the driver takes
     // it as it is (measured on driver 580). No options.
-    let r = unsafe {
+    let r = cuda_runtime::abi::relaxed(|| unsafe {
         sys::cuLibraryLoadData(
             &mut lib,
             f.wrapper as *const c_void,
@@ -221,7 +223,7 @@ fn library(f: &Fatbin) -> Result<sys::CUlibrary, Error> {
             std::ptr::null_mut(),
             0,
         )
-    };
+    });
     a.check(r, "cuLibraryLoadData")?;
     *l = Some(lib as usize);
     Ok(lib)

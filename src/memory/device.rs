@@ -772,13 +772,22 @@ fn copy_htod<T: DeviceRepr>(
         )?;
         // Pageable memory has been staged when the call returns; page-locked memory is read by
         // the DMA engine later, so wait before the borrow ends. The calls without a stream are
-        // synchronous, as cudaMemcpy.
-        if sync || locked || is_page_locked(src.as_ptr().cast(), bytes) {
-            // SAFETY: live stream of the current context.
+        // synchronous, as cudaMemcpy; for the asynchronous ones the wait is the crate's own
+        // (for the borrow), made relaxed so that it never invalidates another thread's global
+        // capture, which libcudart's cudaMemcpyAsync would not (audit finding).
+        // SAFETY (both): live stream of the current context.
+        let wait = || {
             a.check(
                 unsafe { sys::cuStreamSynchronize(raw) },
                 "cuStreamSynchronize",
-            )?;
+            )
+        };
+        if sync {
+            wait()?;
+            return Ok(true);
+        }
+        if locked || is_page_locked(src.as_ptr().cast(), bytes) {
+            crate::queue::relaxed(wait)?;
             return Ok(true);
         }
         Ok(false)
@@ -807,6 +816,7 @@ fn copy_dtoh<T: DeviceRepr>(
         return Ok(());
     }
     let alloc = src.allocation();
+    let sync = matches!(on, On::Default);
     let lane = on.lane(alloc)?;
     let queue_id = Arc::as_ptr(lane.queue()) as usize;
     let mark = lane.mark();
@@ -825,12 +835,20 @@ fn copy_dtoh<T: DeviceRepr>(
             },
             "cuMemcpyDtoHAsync",
         )?;
-        // The host slice must hold the data before the borrow ends.
+        // The host slice must hold the data before the borrow ends. (For the asynchronous
+        // call the wait is the crate's own: relaxed, as in `copy_htod`.)
         // SAFETY: live stream of the current context.
-        a.check(
-            unsafe { sys::cuStreamSynchronize(raw) },
-            "cuStreamSynchronize",
-        )
+        let wait = || {
+            a.check(
+                unsafe { sys::cuStreamSynchronize(raw) },
+                "cuStreamSynchronize",
+            )
+        };
+        if sync {
+            wait()
+        } else {
+            crate::queue::relaxed(wait)
+        }
     })?;
     // The queue is complete up to here (the copy waited for it): later drops and views of
     // memory used before need no fence.

@@ -931,10 +931,19 @@ fn copy_impl<T: DeviceRepr>(
         )?;
         if host_side {
             // SAFETY: live stream of the current context.
-            a.check(
-                unsafe { sys::cuStreamSynchronize(raw) },
-                "cuStreamSynchronize",
-            )?;
+            let wait = || {
+                a.check(
+                    unsafe { sys::cuStreamSynchronize(raw) },
+                    "cuStreamSynchronize",
+                )
+            };
+            // The asynchronous call's wait is the crate's own (for the borrow): relaxed, as in
+            // `copy_htod`; the synchronous call keeps cudaMemcpy3D's.
+            if stream.is_some() {
+                crate::queue::relaxed(wait)?;
+            } else {
+                wait()?;
+            }
         }
         Ok(())
     })?;

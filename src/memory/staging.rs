@@ -70,8 +70,11 @@ impl Ring {
             state: [Slot::Idle; SLOTS],
             queue: [0; SLOTS],
         };
-        if let Err(e) = ring.fill(a) {
-            ring.discard(a);
+        // The ring is the crate's housekeeping (made on the first staged copy, which may be an
+        // asynchronous one the user made during another thread's global capture): registering
+        // host memory there would invalidate that capture, so the capture mode is relaxed.
+        if let Err(e) = crate::queue::relaxed(|| ring.fill(a)) {
+            crate::queue::relaxed(|| ring.discard(a));
             return Err(e);
         }
         Ok(ring)
@@ -132,17 +135,22 @@ impl Ring {
         }
     }
 
-    /// Waits until the DMA that last used `slot` is done.
+    /// Waits until the DMA that last used `slot` is done (relaxed: the crate's own wait, never
+    /// one that invalidates another thread's global capture).
     fn wait(&mut self, a: &Active, slot: usize) -> Result<()> {
         match self.state[slot] {
             Slot::Idle => {}
             // SAFETY: live event of the current context.
-            Slot::Recorded => a.check(
-                unsafe { sys::cuEventSynchronize(self.events[slot].get()) },
-                "cuEventSynchronize",
-            )?,
+            Slot::Recorded => crate::queue::relaxed(|| {
+                a.check(
+                    unsafe { sys::cuEventSynchronize(self.events[slot].get()) },
+                    "cuEventSynchronize",
+                )
+            })?,
             // SAFETY: the context is current.
-            Slot::Unknown => a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?,
+            Slot::Unknown => crate::queue::relaxed(|| {
+                a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+            })?,
         }
         self.state[slot] = Slot::Idle;
         Ok(())
@@ -168,7 +176,10 @@ impl Ring {
                 // SAFETY: live event of the ring's (live) context; querying needs no current
                 // context.
                 Slot::Recorded => {
-                    match crate::driver::rc(unsafe { sys::cuEventQuery(self.events[slot].get()) }) {
+                    let ev = self.events[slot].get();
+                    match crate::driver::rc(crate::queue::relaxed(|| unsafe {
+                        sys::cuEventQuery(ev)
+                    })) {
                         0 => {
                             self.state[slot] = Slot::Idle;
                             false
