@@ -34,6 +34,7 @@ crate::tests![
     safety_forgotten_views_do_not_block_reset_forever,
     safety_stress_threads,
     safety_dropped_memory_is_free_after_synchronize,
+    safety_first_uses_during_a_global_capture_leave_it_valid,
     ;
     two_gpus:
     safety_wait_event_across_devices_during_resets,
@@ -52,6 +53,7 @@ pub const CHILDREN: &[(&str, fn())] = &[
     ("safety_per_thread_views", per_thread_views_child),
     ("safety_copy3d", copy3d_child),
     ("safety_pair", pair_child),
+    ("safety_first_uses_in_capture", first_uses_in_capture_child),
 ];
 
 /// How long a hang-prone child may run before the parent kills it.
@@ -723,6 +725,60 @@ fn safety_dropped_memory_is_free_after_synchronize() {
             (base - free) >> 20
         );
     }
+}
+
+/// In a fresh process (nothing loaded yet), while the main thread holds a global capture open,
+/// another thread makes the crate's first staged copy (the staging ring registers its host
+/// memory) and first launch of a crate kernel (its module is loaded): the crate's housekeeping,
+/// which must leave the capture valid (capture-mode audit, eighth session).
+fn safety_first_uses_during_a_global_capture_leave_it_valid() {
+    let out = run_in_child_within("safety_first_uses_in_capture", WATCHDOG);
+    assert!(out.contains("first uses in capture child ok"), "{out}");
+}
+
+fn first_uses_in_capture_child() {
+    let mut r = rng();
+    let small = random_u32(&mut r, 1000); // below the staging threshold: no ring yet
+    let big = random_u32(&mut r, 4 << 20); // 16 MiB: staged
+    let src = DeviceBuffer::from_slice(&small).unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(small.len()).unwrap();
+    let s = non_blocking();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let big2 = big.clone();
+    let helper = std::thread::spawn(move || {
+        // Made before the capture (a global capture refuses other threads' cudaMalloc).
+        let t = Stream::new().unwrap();
+        let mut up = DeviceBuffer::<u32>::new(big2.len()).unwrap();
+        let mut out = DeviceBuffer::<f32>::new(16).unwrap();
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        up.copy_from_host_async(&big2, &t).unwrap();
+        kernels::params::four_args(&t, &LaunchConfig::new(1u32, 1u32), &mut out, 7, 0.5, 0.25)
+            .unwrap();
+        (t, up, out)
+    });
+    ready_rx.recv().unwrap();
+    let cap = s
+        .begin_capture(cuda_runtime::graph::CaptureMode::Global)
+        .unwrap();
+    go_tx.send(()).unwrap();
+    dst.copy_from_device_async(&src, &s).unwrap();
+    let (t, up, out) = helper.join().unwrap();
+    let graph = cap
+        .end()
+        .expect("the crate's first-use housekeeping invalidated the capture");
+    graph.instantiate().unwrap().launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same("captured copy", &dst.to_vec().unwrap(), &small);
+    t.synchronize().unwrap();
+    assert_same(
+        "staged copy made during the capture",
+        &up.to_vec().unwrap(),
+        &big,
+    );
+    assert_eq!(out.to_vec().unwrap()[0], 7.75);
+    println!("first uses in capture child ok");
 }
 
 // ---------------------------------------------------------------------------------------------
