@@ -775,9 +775,9 @@ fn copy_htod<T: DeviceRepr>(
         // synchronous, as cudaMemcpy; for the asynchronous ones the wait is the crate's own
         // (for the borrow), made relaxed so that it never invalidates another thread's global
         // capture, which libcudart's cudaMemcpyAsync would not (audit finding).
-        // SAFETY (both): live stream of the current context.
         let wait = || {
             a.check(
+                // SAFETY: live stream of the current context.
                 unsafe { sys::cuStreamSynchronize(raw) },
                 "cuStreamSynchronize",
             )
@@ -824,7 +824,19 @@ fn copy_dtoh<T: DeviceRepr>(
         if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
             let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
             if let Some(r) = staging::dtoh(a, raw, queue_id, out, src.device_ptr()) {
-                return r;
+                r?;
+                if sync {
+                    // The ring's own waits are relaxed; the synchronous copy keeps cudaMemcpy's
+                    // wait for its stream (so it fails during another thread's global
+                    // capture, as libcudart's does, whatever its size; review finding). The
+                    // data is already in `dst`.
+                    // SAFETY: live stream of the current context.
+                    a.check(
+                        unsafe { sys::cuStreamSynchronize(raw) },
+                        "cuStreamSynchronize",
+                    )?;
+                }
+                return Ok(());
             }
         }
         // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively
@@ -837,9 +849,9 @@ fn copy_dtoh<T: DeviceRepr>(
         )?;
         // The host slice must hold the data before the borrow ends. (For the asynchronous
         // call the wait is the crate's own: relaxed, as in `copy_htod`.)
-        // SAFETY: live stream of the current context.
         let wait = || {
             a.check(
+                // SAFETY: live stream of the current context.
                 unsafe { sys::cuStreamSynchronize(raw) },
                 "cuStreamSynchronize",
             )

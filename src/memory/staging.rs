@@ -140,15 +140,17 @@ impl Ring {
     fn wait(&mut self, a: &Active, slot: usize) -> Result<()> {
         match self.state[slot] {
             Slot::Idle => {}
-            // SAFETY: live event of the current context.
             Slot::Recorded => crate::queue::relaxed(|| {
                 a.check(
+                    // SAFETY: live event of the current context.
                     unsafe { sys::cuEventSynchronize(self.events[slot].get()) },
                     "cuEventSynchronize",
                 )
             })?,
-            // SAFETY: the context is current.
+            // Not reached since `settle` (a failed copy or record leaves the slot idle); kept
+            // as the safe answer should a slot ever be left queued without its event.
             Slot::Unknown => crate::queue::relaxed(|| {
+                // SAFETY: the context is current.
                 a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
             })?,
         }
@@ -189,6 +191,32 @@ impl Ring {
                 }
             }
         })
+    }
+
+    /// After the copy call of `slot` on stream `raw` returned `copied`: records the slot's
+    /// event, or, when the copy or the record failed, leaves the slot known idle before
+    /// returning the error, so that no later wait has to synchronise the whole context for it
+    /// (a context-wide wait is invalid while any stream of it is capturing, in every mode;
+    /// review finding). A failed copy queued nothing; after a failed record the copy is
+    /// waited for here, on its stream, which lives for this call.
+    fn settle(
+        &mut self,
+        a: &Active,
+        slot: usize,
+        raw: sys::CUstream,
+        copied: Result<()>,
+    ) -> Result<()> {
+        if let Err(e) = copied {
+            self.state[slot] = Slot::Idle;
+            return Err(e);
+        }
+        if let Err(e) = self.record(a, slot, raw) {
+            // SAFETY: live stream of the current context.
+            let _ = crate::queue::relaxed(|| unsafe { sys::cuStreamSynchronize(raw) });
+            self.state[slot] = Slot::Idle;
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn record(&mut self, a: &Active, slot: usize, raw: sys::CUstream) -> Result<()> {
@@ -314,7 +342,7 @@ pub(crate) fn htod(
             // SAFETY: `dst + i * CHUNK .. + chunk.len()` lies in the destination the caller
             // checked; the staging buffer is page-locked and not touched by the CPU until its
             // event (recorded next) completes.
-            a.check(
+            let r = a.check(
                 unsafe {
                     sys::cuMemcpyHtoDAsync_v2(
                         dst + (i * CHUNK) as u64,
@@ -324,8 +352,8 @@ pub(crate) fn htod(
                     )
                 },
                 "cuMemcpyHtoDAsync",
-            )?;
-            ring.record(a, slot, raw)?;
+            );
+            ring.settle(a, slot, raw, r)?;
         }
         Ok(())
     })
@@ -357,7 +385,7 @@ pub(crate) fn dtoh(
             let buf = unsafe { ring.buf(slot) };
             // SAFETY: `src + i * CHUNK .. + len` lies in the source the caller checked; the
             // staging buffer is page-locked and read by the CPU only after the event.
-            a.check(
+            let r = a.check(
                 unsafe {
                     sys::cuMemcpyDtoHAsync_v2(
                         buf.as_mut_ptr().cast(),
@@ -367,8 +395,8 @@ pub(crate) fn dtoh(
                     )
                 },
                 "cuMemcpyDtoHAsync",
-            )?;
-            ring.record(a, slot, raw)
+            );
+            ring.settle(a, slot, raw, r)
         };
         for i in 0..n.min(SLOTS) {
             issue(ring, i)?;

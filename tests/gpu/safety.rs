@@ -739,24 +739,40 @@ fn safety_first_uses_during_a_global_capture_leave_it_valid() {
 fn first_uses_in_capture_child() {
     let mut r = rng();
     let small = random_u32(&mut r, 1000); // below the staging threshold: no ring yet
-    let big = random_u32(&mut r, 4 << 20); // 16 MiB: staged
+    let big = random_u32(&mut r, 10 << 20); // 40 MiB: staged through every slot, reused
+    let locked_data = random_u32(&mut r, 512 << 10); // 2 MiB, copied from page-locked memory
     let src = DeviceBuffer::from_slice(&small).unwrap();
     let mut dst = DeviceBuffer::<u32>::new(small.len()).unwrap();
     let s = non_blocking();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
-    let big2 = big.clone();
+    let (big2, locked2) = (big.clone(), locked_data.clone());
     let helper = std::thread::spawn(move || {
-        // Made before the capture (a global capture refuses other threads' cudaMalloc).
+        // Made before the capture (a global capture refuses other threads' cudaMalloc and
+        // cudaHostAlloc).
         let t = Stream::new().unwrap();
         let mut up = DeviceBuffer::<u32>::new(big2.len()).unwrap();
+        let mut up_locked = DeviceBuffer::<u32>::new(locked2.len()).unwrap();
+        let pinned = PinnedBuffer::from_slice(&locked2).unwrap();
         let mut out = DeviceBuffer::<f32>::new(16).unwrap();
+        let mut head = vec![0u32; 1000];
         ready_tx.send(()).unwrap();
         go_rx.recv().unwrap();
+        // The first staged copy (the ring is made, and its slots waited for as they are
+        // reused); an asynchronous copy back into pageable memory (the crate waits for it
+        // before the borrow ends); one from a page-locked slice (waited for likewise); the
+        // first launch of a crate kernel (its module is loaded).
         up.copy_from_host_async(&big2, &t).unwrap();
+        up.slice(..1000)
+            .unwrap()
+            .copy_to_host_async(&mut head, &t)
+            .unwrap();
+        up_locked
+            .copy_from_host_async(&pinned.as_slice().unwrap(), &t)
+            .unwrap();
         kernels::params::four_args(&t, &LaunchConfig::new(1u32, 1u32), &mut out, 7, 0.5, 0.25)
             .unwrap();
-        (t, up, out)
+        (t, up, up_locked, out, head)
     });
     ready_rx.recv().unwrap();
     let cap = s
@@ -764,7 +780,7 @@ fn first_uses_in_capture_child() {
         .unwrap();
     go_tx.send(()).unwrap();
     dst.copy_from_device_async(&src, &s).unwrap();
-    let (t, up, out) = helper.join().unwrap();
+    let (t, up, up_locked, out, head) = helper.join().unwrap();
     let graph = cap
         .end()
         .expect("the crate's first-use housekeeping invalidated the capture");
@@ -772,10 +788,16 @@ fn first_uses_in_capture_child() {
     s.synchronize().unwrap();
     assert_same("captured copy", &dst.to_vec().unwrap(), &small);
     t.synchronize().unwrap();
+    assert_same("copied back during the capture", &head, &big[..1000]);
     assert_same(
         "staged copy made during the capture",
         &up.to_vec().unwrap(),
         &big,
+    );
+    assert_same(
+        "page-locked copy made during the capture",
+        &up_locked.to_vec().unwrap(),
+        &locked_data,
     );
     assert_eq!(out.to_vec().unwrap()[0], 7.75);
     println!("first uses in capture child ok");
