@@ -720,6 +720,26 @@ pub(crate) fn is_page_locked(ptr: *const u8, bytes: usize) -> bool {
 
 // The operations, shared by buffers and views.
 
+/// Waits for stream `raw` after a copy between device and host memory queued there, before the
+/// host borrow ends. For a synchronous call (`sync`) this is `cudaMemcpy`'s own wait, made in the
+/// thread's capture mode (so it fails during another thread's global capture, as libcudart's
+/// does); for an asynchronous one it is the crate's wait for the borrow, made relaxed so that it
+/// never invalidates such a capture, which `cudaMemcpyAsync` would not.
+pub(crate) fn wait_for_host_copy(a: &Active, raw: sys::CUstream, sync: bool) -> Result<()> {
+    let wait = || {
+        a.check(
+            // SAFETY: live stream of the current context.
+            unsafe { sys::cuStreamSynchronize(raw) },
+            "cuStreamSynchronize",
+        )
+    };
+    if sync {
+        wait()
+    } else {
+        crate::queue::relaxed(wait)
+    }
+}
+
 fn copy_htod<T: DeviceRepr>(
     dst: &(impl DeviceRead<T> + ?Sized),
     src: &[T],
@@ -755,11 +775,7 @@ fn copy_htod<T: DeviceRepr>(
             if let Some(r) = staged {
                 r?;
                 if sync {
-                    // SAFETY: live stream of the current context.
-                    a.check(
-                        unsafe { sys::cuStreamSynchronize(raw) },
-                        "cuStreamSynchronize",
-                    )?;
+                    wait_for_host_copy(a, raw, true)?;
                 }
                 return Ok(sync);
             }
@@ -772,22 +788,9 @@ fn copy_htod<T: DeviceRepr>(
         )?;
         // Pageable memory has been staged when the call returns; page-locked memory is read by
         // the DMA engine later, so wait before the borrow ends. The calls without a stream are
-        // synchronous, as cudaMemcpy; for the asynchronous ones the wait is the crate's own
-        // (for the borrow), made relaxed so that it never invalidates another thread's global
-        // capture, which libcudart's cudaMemcpyAsync would not (audit finding).
-        let wait = || {
-            a.check(
-                // SAFETY: live stream of the current context.
-                unsafe { sys::cuStreamSynchronize(raw) },
-                "cuStreamSynchronize",
-            )
-        };
-        if sync {
-            wait()?;
-            return Ok(true);
-        }
-        if locked || is_page_locked(src.as_ptr().cast(), bytes) {
-            crate::queue::relaxed(wait)?;
+        // synchronous, as cudaMemcpy.
+        if sync || locked || is_page_locked(src.as_ptr().cast(), bytes) {
+            wait_for_host_copy(a, raw, sync)?;
             return Ok(true);
         }
         Ok(false)
@@ -827,14 +830,9 @@ fn copy_dtoh<T: DeviceRepr>(
                 r?;
                 if sync {
                     // The ring's own waits are relaxed; the synchronous copy keeps cudaMemcpy's
-                    // wait for its stream (so it fails during another thread's global
-                    // capture, as libcudart's does, whatever its size; review finding). The
-                    // data is already in `dst`.
-                    // SAFETY: live stream of the current context.
-                    a.check(
-                        unsafe { sys::cuStreamSynchronize(raw) },
-                        "cuStreamSynchronize",
-                    )?;
+                    // wait for its stream, whatever its size (review finding). The data is
+                    // already in `dst`.
+                    wait_for_host_copy(a, raw, true)?;
                 }
                 return Ok(());
             }
@@ -847,20 +845,8 @@ fn copy_dtoh<T: DeviceRepr>(
             },
             "cuMemcpyDtoHAsync",
         )?;
-        // The host slice must hold the data before the borrow ends. (For the asynchronous
-        // call the wait is the crate's own: relaxed, as in `copy_htod`.)
-        let wait = || {
-            a.check(
-                // SAFETY: live stream of the current context.
-                unsafe { sys::cuStreamSynchronize(raw) },
-                "cuStreamSynchronize",
-            )
-        };
-        if sync {
-            wait()
-        } else {
-            crate::queue::relaxed(wait)
-        }
+        // The host slice must hold the data before the borrow ends.
+        wait_for_host_copy(a, raw, sync)
     })?;
     // The queue is complete up to here (the copy waited for it): later drops and views of
     // memory used before need no fence.

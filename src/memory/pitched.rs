@@ -930,20 +930,9 @@ fn copy_impl<T: DeviceRepr>(
             "cuMemcpy3DAsync",
         )?;
         if host_side {
-            // SAFETY: live stream of the current context.
-            let wait = || {
-                a.check(
-                    unsafe { sys::cuStreamSynchronize(raw) },
-                    "cuStreamSynchronize",
-                )
-            };
-            // The asynchronous call's wait is the crate's own (for the borrow): relaxed, as in
-            // `copy_htod`; the synchronous call keeps cudaMemcpy3D's.
-            if stream.is_some() {
-                crate::queue::relaxed(wait)?;
-            } else {
-                wait()?;
-            }
+            // The synchronous call keeps cudaMemcpy3D's wait; the asynchronous one's is the
+            // crate's own, for the borrow.
+            super::device::wait_for_host_copy(a, raw, stream.is_none())?;
         }
         Ok(())
     })?;
