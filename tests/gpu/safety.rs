@@ -34,6 +34,7 @@ crate::tests![
     safety_forgotten_views_do_not_block_reset_forever,
     safety_stress_threads,
     safety_dropped_memory_is_free_after_synchronize,
+    safety_memory_of_each_kind_comes_back,
     safety_first_uses_during_a_global_capture_leave_it_valid,
     ;
     two_gpus:
@@ -54,6 +55,7 @@ pub const CHILDREN: &[(&str, fn())] = &[
     ("safety_copy3d", copy3d_child),
     ("safety_pair", pair_child),
     ("safety_first_uses_in_capture", first_uses_in_capture_child),
+    ("safety_memory_kinds", memory_kinds_child),
 ];
 
 /// How long a hang-prone child may run before the parent kills it.
@@ -725,6 +727,154 @@ fn safety_dropped_memory_is_free_after_synchronize() {
             (base - free) >> 20
         );
     }
+}
+
+/// In a fresh process, each kind of memory and stream the stress test uses is made, used and
+/// dropped twice, and the device's free memory is read back after a `device::synchronize`: what
+/// the crate allocates (`cudaMalloc`, `cudaMallocAsync`) must come back; what the driver keeps
+/// (memory of managed allocations, per-thread and created streams) is printed, with the same
+/// done through the raw driver beside it, to tell the crate's leaks from the driver's caches.
+fn safety_memory_of_each_kind_comes_back() {
+    let out = run_in_child_within("safety_memory_kinds", Duration::from_secs(60));
+    assert!(out.contains("memory kinds child ok"), "{out}");
+}
+
+fn memory_kinds_child() {
+    use cudarc::driver::sys;
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    const N: usize = 16 << 20; // 64 MiB of u32
+    let cfg = LaunchConfig::for_elements(N, 256).unwrap();
+    // Warm-up: the context, the modules, the pool.
+    {
+        let s = non_blocking();
+        vadd_checked(&mut r, &s, "warm-up");
+        let mut m = ManagedBuffer::<u32>::new(4096).unwrap();
+        kernels::spin::write_index(&s, &LaunchConfig::for_elements(4096, 128).unwrap(), &mut m)
+            .unwrap();
+        drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
+        s.synchronize().unwrap();
+    }
+    let missing_after = |what: &str, f: &mut dyn FnMut()| -> usize {
+        cuda_runtime::device::synchronize().unwrap();
+        let (base, _) = dev.memory_info().unwrap();
+        f();
+        let t0 = Instant::now();
+        let mut first = None;
+        loop {
+            cuda_runtime::device::synchronize().unwrap();
+            let (free, _) = dev.memory_info().unwrap();
+            let missing = base.saturating_sub(free) >> 20;
+            first.get_or_insert(missing);
+            if missing == 0 || t0.elapsed() > Duration::from_secs(2) {
+                eprintln!(
+                    "memory kind: {what}: {} MiB missing right after, {missing} MiB after {:?}",
+                    first.unwrap(),
+                    t0.elapsed()
+                );
+                return missing;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let want: Vec<u32> = (0..N as u32).collect();
+    for round in 0..2 {
+        let device_buffer = missing_after("device buffer, dropped in use", &mut || {
+            let s = non_blocking();
+            let mut d = DeviceBuffer::<u32>::new(N).unwrap();
+            kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
+            let mut back = vec![0u32; 1024];
+            d.slice(N - 1024..)
+                .unwrap()
+                .copy_to_host_async(&mut back, &s)
+                .unwrap();
+            assert_same("device buffer", &back, &want[N - 1024..]);
+            kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
+            std::thread::scope(|sc| {
+                sc.spawn(move || drop(d));
+            });
+        });
+        let stream_ordered = missing_after("stream-ordered buffer", &mut || {
+            let s = non_blocking();
+            let mut d = DeviceBuffer::<u32>::new_async(N, &s).unwrap();
+            kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
+            drop(d);
+        });
+        let managed = missing_after("managed buffer written by a kernel", &mut || {
+            let s = non_blocking();
+            let mut m = ManagedBuffer::<u32>::new(N).unwrap();
+            kernels::spin::write_index(&s, &cfg, &mut m).unwrap();
+            s.synchronize().unwrap();
+            assert_same("managed", &m.as_slice().unwrap()[..1024], &want[..1024]);
+        });
+        missing_after(
+            "raw driver: cuMemAllocManaged + cuMemsetD32 + cuMemFree",
+            &mut || {
+                let ok = sys::CUresult::CUDA_SUCCESS;
+                let (mut cu_dev, mut ctx, mut p) = (0, std::ptr::null_mut(), 0u64);
+                // SAFETY: plain driver calls: the device's primary context is retained and
+                // made current here and released at the end; the memory is allocated, read
+                // (after the device is synchronised: managed memory) and freed here.
+                unsafe {
+                    assert_eq!(sys::cuDeviceGet(&mut cu_dev, dev.ordinal()), ok);
+                    assert_eq!(sys::cuDevicePrimaryCtxRetain(&mut ctx, cu_dev), ok);
+                    assert_eq!(sys::cuCtxSetCurrent(ctx), ok);
+                    assert_eq!(sys::cuMemAllocManaged(&mut p, (N * 4) as _, 1), ok);
+                    assert_eq!(sys::cuMemsetD32_v2(p, 7, N), ok);
+                    assert_eq!(sys::cuCtxSynchronize(), ok);
+                    assert_eq!(*(p as *const u32).add(N - 1), 7);
+                    assert_eq!(sys::cuMemFree_v2(p), ok);
+                    assert_eq!(sys::cuDevicePrimaryCtxRelease_v2(cu_dev), ok);
+                }
+            },
+        );
+        missing_after("mapped page-locked buffer written by a kernel", &mut || {
+            let s = non_blocking();
+            let mut p = PinnedBuffer::<u32>::with_flags(N, HostAllocFlags::MAPPED).unwrap();
+            kernels::spin::write_index(&s, &cfg, &mut p).unwrap();
+            s.synchronize().unwrap();
+            assert_same("mapped", &p.as_slice().unwrap()[..1024], &want[..1024]);
+        });
+        missing_after(
+            "8 threads launching on their per-thread streams, then exiting",
+            &mut || {
+                std::thread::scope(|sc| {
+                    for _ in 0..8 {
+                        sc.spawn(|| {
+                            let s = Stream::per_thread().unwrap();
+                            let mut d = DeviceBuffer::<u32>::new(4096).unwrap();
+                            let c = LaunchConfig::for_elements(4096, 128).unwrap();
+                            kernels::spin::write_index(&s, &c, &mut d).unwrap();
+                            assert_same("per-thread", &d.to_vec().unwrap(), &want[..4096]);
+                        });
+                    }
+                });
+            },
+        );
+        missing_after("16 streams created, used and dropped", &mut || {
+            let mut d = DeviceBuffer::<u32>::new(4096).unwrap();
+            let c = LaunchConfig::for_elements(4096, 128).unwrap();
+            for i in 0..16 {
+                let s = if i % 2 == 0 {
+                    Stream::new().unwrap()
+                } else {
+                    non_blocking()
+                };
+                kernels::spin::write_index(&s, &c, &mut d).unwrap();
+            }
+        });
+        eprintln!("memory kinds round {round} done");
+        assert_eq!(
+            device_buffer, 0,
+            "round {round}: a dropped DeviceBuffer::new did not come back"
+        );
+        assert_eq!(
+            stream_ordered, 0,
+            "round {round}: a dropped DeviceBuffer::new_async did not come back"
+        );
+        let _ = managed;
+    }
+    println!("memory kinds child ok");
 }
 
 /// In a fresh process (nothing loaded yet), while the main thread holds a global capture open,
