@@ -777,7 +777,9 @@ fn memory_kinds_child() {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    let want: Vec<u32> = (0..N as u32).collect();
+    let want: Vec<u32> = (0..N as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
     for round in 0..2 {
         let device_buffer = missing_after("device buffer, dropped in use", &mut || {
             let s = non_blocking();
