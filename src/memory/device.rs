@@ -1406,12 +1406,6 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
-            if home.is_none() && queue::frees_unwaited(device) {
-                // Memory freed into the crate's stream for frees is taken back by the driver
-                // only once that stream is looked at; until then `cuMemAlloc` gets fresh memory
-                // (slow) instead of reusing it. A query, never a wait (probes/free_async_reuse.cu).
-                let _ = queue::poll_free_stream(&a);
-            }
             queue::alloc_retry(&a, || match home {
                 // SAFETY: the context is current; valid out-parameter; live stream and pool
                 // of this context (checked by the caller).
