@@ -1340,6 +1340,13 @@ fn safety_stress_threads() {
 }
 
 const STRESS_THREADS: usize = 8;
+
+/// Whether `CUDA_RUNTIME_STRESS_WITHOUT` (words between commas: `managed`, `per-thread`) leaves
+/// a kind out of the stress test: for finding what holds memory missing after it (ninth
+/// session: 44 to 68 MiB in three runs of five, none after the warm-up round).
+fn stress_without(kind: &str) -> bool {
+    std::env::var("CUDA_RUNTIME_STRESS_WITHOUT").is_ok_and(|v| v.split(',').any(|k| k == kind))
+}
 const STRESS_TIME: Duration = Duration::from_millis(2500);
 
 /// Host-reachable memory with pending device work, handed to another thread to check.
@@ -1382,7 +1389,10 @@ impl Worker {
     fn stream(&mut self) -> (Stream, StreamKind) {
         match self.r.u8(0..4) {
             0 => (Stream::legacy().unwrap(), StreamKind::Legacy),
-            1 => (Stream::per_thread().unwrap(), StreamKind::PerThread),
+            1 if !stress_without("per-thread") => {
+                (Stream::per_thread().unwrap(), StreamKind::PerThread)
+            }
+            1 => (Stream::legacy().unwrap(), StreamKind::Legacy),
             2 => (self.blocking.clone(), StreamKind::Blocking),
             _ => (self.non_blocking.clone(), StreamKind::NonBlocking),
         }
@@ -1504,7 +1514,7 @@ impl Worker {
                 self.checks += 1;
             }
             way => {
-                let mut mem = if way == 2 {
+                let mut mem = if way == 2 || stress_without("managed") {
                     what += " into page-locked memory";
                     HostMem::Pinned(PinnedBuffer::new(n).unwrap())
                 } else {
@@ -1587,7 +1597,7 @@ impl Worker {
             self.drain_inbox();
             match self.r.u8(0..10) {
                 0..=5 => self.vadd_job(),
-                6..=7 => self.host_memory_kernel_job(),
+                6..=7 if !stress_without("managed") => self.host_memory_kernel_job(),
                 _ => self.fill_job(),
             }
             self.maybe_replace_streams();
