@@ -821,6 +821,18 @@ fn memory_kinds_child() {
             s.synchronize().unwrap();
             assert_same("managed", &m.as_slice().unwrap()[..1024], &want[..1024]);
         });
+        let managed_copy = missing_after("managed buffer as a copy's destination", &mut || {
+            let s = non_blocking();
+            let mut d = DeviceBuffer::<u32>::new(N).unwrap();
+            kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
+            let mut m = ManagedBuffer::<u32>::new(N).unwrap();
+            d.copy_to_pinned_async(&mut m, &s).unwrap();
+            assert_same(
+                "managed copy",
+                &m.as_slice().unwrap()[N - 1024..],
+                &want[N - 1024..],
+            );
+        });
         missing_after(
             "raw driver: cuMemAllocManaged + cuMemsetD32 + cuMemFree",
             &mut || {
@@ -886,7 +898,7 @@ fn memory_kinds_child() {
             stream_ordered, 0,
             "round {round}: a dropped DeviceBuffer::new_async did not come back"
         );
-        let _ = managed;
+        let _ = (managed, managed_copy);
     }
     println!("memory kinds child ok");
 }
