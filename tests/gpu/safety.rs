@@ -767,10 +767,11 @@ fn memory_kinds_child() {
         drop(DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap());
         s.synchronize().unwrap();
     }
-    let missing_after = |what: &str, f: &mut dyn FnMut()| -> usize {
+    // `f` is given the baseline of free memory, to check that what it holds is counted.
+    let missing_after = |what: &str, f: &mut dyn FnMut(usize)| -> usize {
         cuda_runtime::device::synchronize().unwrap();
         let (base, _) = dev.memory_info().unwrap();
-        f();
+        f(base);
         let t0 = Instant::now();
         let mut first = None;
         loop {
@@ -793,9 +794,22 @@ fn memory_kinds_child() {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     for round in 0..2 {
-        let device_buffer = missing_after("device buffer, dropped in use", &mut || {
+        // Whether the memory of the 64 MiB buffer shows as used while it lives (else the check
+        // of its return could not fail).
+        let held = |what: &str, base: usize| {
+            let (free, _) = dev.memory_info().unwrap();
+            assert!(
+                free + (N * 4) <= base + MEMORY_SLACK,
+                "{what}: the 64 MiB allocated do not show in memory_info ({} MiB free, baseline \
+                 {} MiB)",
+                free >> 20,
+                base >> 20
+            );
+        };
+        let device_buffer = missing_after("device buffer, dropped in use", &mut |base| {
             let s = non_blocking();
             let mut d = DeviceBuffer::<u32>::new(N).unwrap();
+            held("device buffer", base);
             kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
             let mut back = vec![0u32; 1024];
             d.slice(N - 1024..)
@@ -808,20 +822,21 @@ fn memory_kinds_child() {
                 sc.spawn(move || drop(d));
             });
         });
-        let stream_ordered = missing_after("stream-ordered buffer", &mut || {
+        let stream_ordered = missing_after("stream-ordered buffer", &mut |base| {
             let s = non_blocking();
             let mut d = DeviceBuffer::<u32>::new_async(N, &s).unwrap();
+            held("stream-ordered buffer", base);
             kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
             drop(d);
         });
-        let managed = missing_after("managed buffer written by a kernel", &mut || {
+        let managed = missing_after("managed buffer written by a kernel", &mut |_| {
             let s = non_blocking();
             let mut m = ManagedBuffer::<u32>::new(N).unwrap();
             kernels::spin::write_index(&s, &cfg, &mut m).unwrap();
             s.synchronize().unwrap();
             assert_same("managed", &m.as_slice().unwrap()[..1024], &want[..1024]);
         });
-        let managed_copy = missing_after("managed buffer as a copy's destination", &mut || {
+        let managed_copy = missing_after("managed buffer as a copy's destination", &mut |_| {
             let s = non_blocking();
             let mut d = DeviceBuffer::<u32>::new(N).unwrap();
             kernels::spin::write_index(&s, &cfg, &mut d).unwrap();
@@ -835,7 +850,7 @@ fn memory_kinds_child() {
         });
         missing_after(
             "raw driver: cuMemAllocManaged + cuMemsetD32 + cuMemFree",
-            &mut || {
+            &mut |_| {
                 let ok = sys::CUresult::CUDA_SUCCESS;
                 let (mut cu_dev, mut ctx, mut p) = (0, std::ptr::null_mut(), 0u64);
                 // SAFETY: plain driver calls: the device's primary context is retained and
@@ -854,7 +869,7 @@ fn memory_kinds_child() {
                 }
             },
         );
-        missing_after("mapped page-locked buffer written by a kernel", &mut || {
+        missing_after("mapped page-locked buffer written by a kernel", &mut |_| {
             let s = non_blocking();
             let mut p = PinnedBuffer::<u32>::with_flags(N, HostAllocFlags::MAPPED).unwrap();
             kernels::spin::write_index(&s, &cfg, &mut p).unwrap();
@@ -863,7 +878,7 @@ fn memory_kinds_child() {
         });
         missing_after(
             "8 threads launching on their per-thread streams, then exiting",
-            &mut || {
+            &mut |_| {
                 std::thread::scope(|sc| {
                     for _ in 0..8 {
                         sc.spawn(|| {
@@ -877,7 +892,7 @@ fn memory_kinds_child() {
                 });
             },
         );
-        missing_after("16 streams created, used and dropped", &mut || {
+        missing_after("16 streams created, used and dropped", &mut |_| {
             let mut d = DeviceBuffer::<u32>::new(4096).unwrap();
             let c = LaunchConfig::for_elements(4096, 128).unwrap();
             for i in 0..16 {
