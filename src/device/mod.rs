@@ -337,7 +337,7 @@ impl Device {
     /// Free and total memory in bytes, as `(free, total)` (`cudaMemGetInfo` with this device
     /// current). Initialises the device.
     ///
-    /// After [`synchronize`](crate::device::synchronize), memory of buffers dropped earlier
+    /// After [`synchronize`], memory of buffers dropped earlier
     /// counts as free, as after `cudaFree` + `cudaDeviceSynchronize`. Some memory the driver
     /// keeps for itself and never gives back to this figure, with or without this crate (seen
     /// on H100 and H200, driver 580): about 6 MiB once the process has made its first 16 streams
