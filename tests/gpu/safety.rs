@@ -27,6 +27,7 @@ crate::tests![
     safety_buffer_outlives_the_stream_it_was_used_on,
     safety_staged_sync_copy_completes_beside_a_stalled_stream,
     safety_tls_destructor_crate_calls_do_not_abort,
+    safety_per_thread_drop_waits_for_the_use_whether_the_owner_submits_or_idles,
     ;
     exclusive:
     safety_reset_with_a_host_fn_calling_the_crate_returns,
@@ -594,6 +595,94 @@ fn safety_buffer_outlives_the_stream_it_was_used_on() {
             errors.is_empty(),
             "round {round}: deferred errors {errors:?}"
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launches on the per-thread stream record no fence (tenth session): a buffer a launch there
+// still reads, dropped on that thread, is freed by the reclaimer (another thread), which must
+// get a fence for that launch: from the owner's next submission there (`Submits`), or, when
+// the owner submits nothing more (`Idles`), through the legacy stream after the grace. Either
+// way the memory must not be freed under the kernel: whatever reuses it is junk the kernel must
+// not read, and the kernel's sum must be X's.
+
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    /// Keeps submitting small copies on its per-thread stream (answers the reclaimer's ask).
+    Submits,
+    /// Blocks on a channel, submitting nothing (the legacy-stream fence).
+    Idles,
+}
+
+fn safety_per_thread_drop_waits_for_the_use_whether_the_owner_submits_or_idles() {
+    let mut r = rng();
+    let dev = Device::current().unwrap();
+    let _ = dev.take_deferred_errors();
+    for round in 0..4 {
+        let owner = if round % 2 == 0 {
+            Owner::Submits
+        } else {
+            Owner::Idles
+        };
+        let what = format!("round {round}, owner {owner:?}");
+        let n = 1 << 20;
+        let xdata = random_f32(&mut r, n);
+        let want: f32 = xdata.iter().sum();
+        let (dropped_tx, dropped_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let got = std::thread::scope(|sc| {
+            let what_a = what.clone();
+            let a = sc.spawn(move || {
+                let s = Stream::per_thread().unwrap();
+                let x = DeviceBuffer::from_slice(&xdata).unwrap();
+                let mut out = DeviceBuffer::<f32>::new(1).unwrap();
+                out.fill_async(f32::NAN, &s).unwrap();
+                // Reads X after spinning 200 ms.
+                kernels::spin::spin_read_sum(&s, &one_thread(), &x, &mut out, 200_000_000).unwrap();
+                let t = Instant::now();
+                drop(x);
+                step(&what_a, &format!("A: X dropped in {:?}", t.elapsed()));
+                dropped_tx.send(()).unwrap();
+                match owner {
+                    Owner::Submits => {
+                        let mut small = DeviceBuffer::<u32>::new(256).unwrap();
+                        let mut v = 0;
+                        while done_rx.try_recv().is_err() {
+                            small.fill_async(v, &s).unwrap();
+                            v += 1;
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                    Owner::Idles => {
+                        let _ = done_rx.recv();
+                    }
+                }
+                s.synchronize().unwrap();
+                out.to_vec().unwrap()[0]
+            });
+            dropped_rx.recv().unwrap();
+            // Whatever reuses X's memory now is junk the kernel must not read.
+            let junk_stream = non_blocking();
+            let mut junk = Vec::new();
+            for _ in 0..4 {
+                let mut j = DeviceBuffer::<f32>::new(n).unwrap();
+                j.fill_async(1.0e6, &junk_stream).unwrap();
+                junk.push(j);
+            }
+            junk_stream.synchronize().unwrap();
+            // Past the spin: the kernel is done (the owner still submits or idles).
+            std::thread::sleep(Duration::from_millis(400));
+            done_tx.send(()).unwrap();
+            a.join().unwrap()
+        });
+        assert_close(
+            &format!("{what}: the kernel's sum of X (X freed under it?)"),
+            &[got],
+            &[want],
+            1e-3,
+        );
+        let errors = dev.take_deferred_errors();
+        assert!(errors.is_empty(), "{what}: deferred errors {errors:?}");
     }
 }
 
