@@ -76,10 +76,14 @@ fn chunked_copies_on_four_streams_match_the_cpu() {
         let mut out = PinnedBuffer::<u32>::new(n).unwrap();
         out.as_mut_slice().unwrap().fill(0xDEAD_BEEF);
         let mut dev = DeviceBuffer::<u32>::new(n).unwrap();
-        dev.fill(0x5A5A_5A5A).unwrap();
         for (i, (s, rg)) in streams.iter().zip(bounds(n, 4)).enumerate() {
-            stall(s, 40 + 10 * i as u64);
             let mut d = dev.slice_mut(rg.clone()).unwrap();
+            // Poison, on the chunk's own stream: a `fill` in the legacy stream is not ordered
+            // before these non-blocking streams, and waits for every blocking stream's work,
+            // other tests' included (a 200 ms spin on a per-thread stream held it past chunk
+            // 0's copy in, which it then overwrote: tenth session).
+            d.fill_async(0x5A5A_5A5A, s).unwrap();
+            stall(s, 40 + 10 * i as u64);
             d.copy_from_pinned_async(&src.slice(rg.clone()).unwrap(), s)
                 .unwrap();
             let cfg = LaunchConfig::for_elements(rg.len(), 128).unwrap();

@@ -200,6 +200,9 @@ fn peer_3d_copies() {
     let (sp, dp) = (Pos::new(7, 3, 1), Pos::new(50, 9, 2));
     // Synchronous 3-D peer copy, device 0 -> device 1.
     copy_3d(&mut b, &a, &Copy3D::new(e).src_pos(sp).dst_pos(dp)).unwrap();
+    // The memset and the copy ran in device 1's legacy stream, which no stream of device 0 is
+    // ordered after: wait for them before device 0 reads `b`.
+    d1.synchronize().unwrap();
     // And on a stream of device 1, device 1 -> device 0.
     let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     d0.set_current().unwrap();

@@ -569,8 +569,10 @@ fn safety_buffer_outlives_the_stream_it_was_used_on() {
         let xdata = random_f32(&mut r, n);
         let x = DeviceBuffer::from_slice(&xdata).unwrap();
         let mut out = DeviceBuffer::<f32>::new(1).unwrap();
-        out.fill(f32::NAN).unwrap();
         let s = non_blocking();
+        // Poison on `s`: a `fill` in the legacy stream is not ordered before it, and may run
+        // after the kernel's write (behind other tests' work on blocking streams).
+        out.fill_async(f32::NAN, &s).unwrap();
         // Reads X after spinning 200 ms.
         kernels::spin::spin_read_sum(&s, &one_thread(), &x, &mut out, 200_000_000).unwrap();
         drop(s);
@@ -1338,7 +1340,8 @@ fn wait_event_reset_child() {
     cuda_runtime::set_device(1).unwrap();
     let s1 = non_blocking();
     let mut marks = DeviceBuffer::<u32>::new(4096).unwrap();
-    marks.fill(0xDEAD_BEEF).unwrap();
+    // On `s1`, which writes it later: the legacy stream is not ordered before it.
+    marks.fill_async(0xDEAD_BEEF, &s1).unwrap();
     cuda_runtime::set_device(0).unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
     let problems = Mutex::new(Vec::<String>::new());

@@ -46,7 +46,9 @@ fn gate(s: &Stream) -> Arc<AtomicBool> {
 fn gathered(lib: &Library, s: &Stream) -> Vec<i32> {
     let k = lib.kernel("gather_table").unwrap();
     let mut out = DeviceBuffer::<i32>::new(N).unwrap();
-    out.fill(-1).unwrap();
+    // On `s`, and `s` waited for before the read-back: it may be non-blocking, which the
+    // legacy stream's fill and copy are not ordered with.
+    out.fill_async(-1, s).unwrap();
     // SAFETY: gather_table(int* out, size_t n) writes out[i] for i < n only.
     unsafe {
         k.launch(
@@ -56,6 +58,7 @@ fn gathered(lib: &Library, s: &Stream) -> Vec<i32> {
         )
     }
     .unwrap();
+    s.synchronize().unwrap();
     out.to_vec().unwrap()
 }
 
