@@ -1,0 +1,144 @@
+//! The crate's own time on its hot paths, against the null driver (`../nulldrv.c`, whose calls
+//! cost a few nanoseconds): what the crate adds to a launch, a texture create + destroy, a
+//! kernel-node update, a graph launch, a stream-ordered allocation + free. For finding where the
+//! crate's overhead goes without a GPU (`perf record` / `perf annotate` on this binary; it keeps
+//! debug information); the figures that count are the benches' on the GPU machine.
+//!
+//! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|glaunch|alloc|sizes]`
+//! (`N` iterations per figure, default a million).
+
+use cuda_runtime::graph::Graph;
+use cuda_runtime::{
+    kernel_args, kernels, Array, ArrayFlags, DeviceBuffer, LaunchConfig, Module, Stream,
+    TextureDesc, TextureObject,
+};
+use cudarc::driver::sys;
+use std::time::Instant;
+
+fn t(name: &str, n: usize, mut f: impl FnMut()) {
+    for _ in 0..n / 10 {
+        f();
+    }
+    let s = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    println!(
+        "{name:40} {:8.1} ns",
+        s.elapsed().as_nanos() as f64 / n as f64
+    );
+}
+
+fn main() {
+    let which = std::env::args().nth(1).unwrap_or_default();
+    if which == "sizes" {
+        println!(
+            "TextureObject {} Error {} Result<()> {} DeviceBuffer<f32> {}",
+            std::mem::size_of::<TextureObject<'static>>(),
+            std::mem::size_of::<cuda_runtime::Error>(),
+            std::mem::size_of::<cuda_runtime::Result<()>>(),
+            std::mem::size_of::<DeviceBuffer<f32>>()
+        );
+        return;
+    }
+    let n = std::env::var("N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let arr = Array::<f32>::new_2d(64, 64, ArrayFlags::empty()).unwrap();
+    if which.is_empty() || which == "tex" {
+        t("crate texture create+destroy", n, || {
+            let x = TextureObject::from_array(&arr, &TextureDesc::default()).unwrap();
+            drop(std::hint::black_box(x));
+        });
+        // SAFETY: plain C structs whose all-zero pattern is valid; a live array of the current
+        // context; valid out-parameter (the null driver only hands out a number).
+        t("raw texture create+destroy", n, || unsafe {
+            let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
+            res.res.array.hArray = arr.as_raw();
+            let tex: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
+            let mut obj = 0;
+            sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null());
+            sys::cuTexObjectDestroy(std::hint::black_box(obj));
+        });
+    }
+    let s = Stream::new().unwrap();
+    let mut out = DeviceBuffer::<f32>::zeroed(1).unwrap();
+    if which == "alloc" {
+        t("crate mallocAsync+freeAsync 1 MiB", n, || {
+            drop(std::hint::black_box(
+                DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap(),
+            ))
+        });
+        // SAFETY: a live stream of the current context; valid out-parameter; the pointer freed
+        // is the one just allocated.
+        t("raw cuMemAllocAsync+cuMemFreeAsync", n, || unsafe {
+            let mut p = 0;
+            sys::cuMemAllocAsync(&mut p, 1 << 20, s.as_raw());
+            sys::cuMemFreeAsync(std::hint::black_box(p), s.as_raw());
+        });
+        return;
+    }
+    if which == "4arg" {
+        let cfg = LaunchConfig::new(1u32, 1u32);
+        t("crate 4-arg launch", 5 * n, || {
+            kernels::params::four_args(&s, &cfg, &mut out, 1, 2.0, 3.0).unwrap()
+        });
+    }
+    if which.is_empty() || which == "launch" {
+        let cfg = LaunchConfig::new(1u32, 1u32);
+        t("crate empty launch", n, || {
+            kernels::params::empty(&s, &cfg).unwrap()
+        });
+        t("crate 4-arg launch", n, || {
+            kernels::params::four_args(&s, &cfg, &mut out, 1, 2.0, 3.0).unwrap()
+        });
+        let pts = Stream::per_thread().unwrap();
+        t("crate 4-arg launch per-thread", n, || {
+            kernels::params::four_args(&pts, &cfg, &mut out, 1, 2.0, 3.0).unwrap()
+        });
+        t("crate mallocAsync+freeAsync 1 MiB", n, || {
+            drop(std::hint::black_box(
+                DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap(),
+            ))
+        });
+    }
+    if which.is_empty() || which == "node" || which == "glaunch" {
+        let module = Module::from_ptx(kernels::params::PTX).unwrap();
+        let f = module.function("four_args").unwrap();
+        let cfg = LaunchConfig::new(1u32, 1u32);
+        let mut g = Graph::new().unwrap();
+        // Arguments of 8 bytes each: the null driver reports every parameter as 8 bytes.
+        // SAFETY: the null driver runs no kernel.
+        let node = unsafe {
+            g.add_kernel_node(
+                &[],
+                &f,
+                &cfg,
+                &kernel_args![&mut out, 1usize, 1i64, 2.0f64, 3.0f64],
+            )
+        }
+        .unwrap();
+        let mut e = g.instantiate().unwrap();
+        let mut k = 0i64;
+        if which != "node" {
+            t("crate graph launch", n, || e.launch(&s).unwrap());
+        }
+        if which == "glaunch" {
+            return;
+        }
+        t("crate kernel-node update", n, || {
+            k ^= 1;
+            // SAFETY: as the node's add above.
+            unsafe {
+                e.set_kernel_node_params(
+                    node,
+                    &f,
+                    &cfg,
+                    &kernel_args![&mut out, 1usize, k, 2.0f64, 3.0f64],
+                )
+            }
+            .unwrap();
+        });
+    }
+}
