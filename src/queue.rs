@@ -17,25 +17,20 @@
 //!   an event with timing costs 1.4 us) recorded in the queue after the submission. Fences are
 //!   recorded only where needed:
 //!   - eagerly, right after the submission, when it uses memory the CPU can reach (page-locked,
-//!     mapped, managed: a CPU view waits for exactly that point);
+//!     mapped, managed: a CPU view waits for exactly that point), or when the queue is a
+//!     per-thread stream (only its own thread can record in it later);
 //!   - otherwise when someone first needs to wait (a drop, a CPU view, ordering another queue
 //!     after a stream-ordered allocation): then the fence covers the queue up to that moment.
 //!
-//!   A per-thread stream can be named only by its own thread (its handle `0x2` names the
-//!   calling thread's), so another thread that needs a fence there (the reclaimer, for a buffer
-//!   dropped after a launch on it) *asks* the owner: it raises a flag that the owner's next
-//!   submission on that stream reads (one relaxed load per submission) and answers by recording
-//!   a fence after it. If the owner submits nothing there for [`OWNER_GRACE`] (5 ms), or the
-//!   waiter cannot poll, the fence is recorded in the context's legacy default stream instead,
-//!   which begins only after every blocking stream's earlier work, the per-thread streams'
-//!   included: it waits longer, never less, and, like any legacy-stream work, holds back work
-//!   queued later on blocking streams until then (rare: a thread that stopped submitting
-//!   without synchronising; its exit waits for its work, which then needs no fence at all).
-//!   So launches there cost what launches on a created stream cost.
+//!   The eager fence is the price of the per-thread stream: a launch there that uses memory
+//!   costs a launch, an event record right behind it and the fence bookkeeping (5.1 us against
+//!   3.3 us for the raw launch on the H200, the runtime bench's `per-thread stream` figure),
+//!   where libcudart, which tracks nothing, pays only the launch. Launches there with scalar arguments only record nothing. Work
+//!   that is submitted often is best put on a created stream.
 //!
-//!   Plain kernel launches on created, legacy or per-thread streams record nothing, so the
-//!   launch path costs a lock and a few stores over the raw `cuLaunchKernel`, and launches
-//!   that use no memory (or copies without tracked memory) none at all.
+//!   Plain kernel launches on created or legacy streams record nothing, so the launch path
+//!   costs a lock and a few stores over the raw `cuLaunchKernel`, and launches that use no
+//!   memory (or copies without tracked memory) none at all.
 //! * **Waiting for a use** waits for its fence with `cuEventSynchronize`, from any thread, in the
 //!   fence's context; the queue remembers how far it is known to be complete.
 //! * **Drops never wait.** Memory that work may still use, and every `cuMemFree` (which, as
@@ -75,7 +70,7 @@
 //!   it); a nested entry takes the lock recursively (its writer may be waiting for it).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -172,25 +167,7 @@ struct QState {
     done: u64,
     /// Recorded fences, in increasing `seq`.
     fences: VecDeque<Fence>,
-    /// For a per-thread queue: since when another thread has been waiting for its owner to
-    /// record a fence (see [`Queue::fence_for`]).
-    asked: Option<Instant>,
 }
-
-/// What [`Queue::fence_for`] found.
-enum Found {
-    /// The submission is known complete (or nothing is left to wait for).
-    Done,
-    /// A fence that completes after it.
-    Fence(Fence),
-    /// A submission of another thread's per-thread stream without a fence yet: its owner has
-    /// been asked to record one (polled again later).
-    Asked,
-}
-
-/// How long a poll for a use of another thread's per-thread stream waits for its owner to
-/// record a fence before recording one in the legacy stream instead (see the module docs).
-const OWNER_GRACE: Duration = Duration::from_millis(5);
 
 /// What a queue is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,9 +200,6 @@ pub(crate) struct Queue {
     /// Held shared by submissions on a watched queue, exclusively by a capture's begin, joins
     /// and end.
     capture_lock: RwLock<()>,
-    /// For a per-thread queue: another thread asks the owner to record a fence at its next
-    /// submission there.
-    wanted: AtomicBool,
 }
 
 /// A submission's hold on a queue against a capture beginning or ending meanwhile (see the
@@ -348,7 +322,6 @@ impl Queue {
             watch: AtomicU32::new(0),
             inflight: AtomicU32::new(0),
             capture_lock: RwLock::new(()),
-            wanted: AtomicBool::new(false),
         }
     }
 
@@ -493,26 +466,16 @@ impl Queue {
     }
 
     /// Records a fence after everything queued so far. `a` is this queue's context, current;
-    /// the caller holds the state lock. A thread that cannot address the queue (another
-    /// thread's per-thread stream) records it in the context's legacy stream, which begins only
-    /// once every blocking stream's earlier work, the per-thread streams' included, is done: it
-    /// waits longer, never less.
+    /// the caller holds the state lock and may address the queue.
     fn record_fence(&self, a: &Active, st: &mut QState) -> Result<Fence> {
-        let via_legacy = !self.addressable();
         // Never in the legacy stream while a crate capture of a stream it synchronises with is
         // open: the record would depend on the capture and invalidate it (held until recorded).
-        let _quiet = if self.kind == QueueKind::Legacy || via_legacy {
-            Some(crate::graph::capture::legacy_quiet(
+        let _quiet = match self.kind {
+            QueueKind::Legacy => Some(crate::graph::capture::legacy_quiet(
                 self.device,
                 self.generation,
-            )?)
-        } else {
-            None
-        };
-        let stream = if via_legacy {
-            0x1usize as sys::CUstream
-        } else {
-            self.raw()
+            )?),
+            _ => None,
         };
         let ev = match take_spare_fence(self.device, self.generation) {
             Some(ev) => ev.0,
@@ -535,15 +498,18 @@ impl Queue {
         // The number is read before the record: every submission numbered up to it was queued
         // before it took its number (`Lane::submit`, `note_alloc`), so before the record.
         let seq = self.seq.load(Ordering::SeqCst);
-        // SAFETY: live event and stream (or the legacy stream) of the current context.
-        a.check(unsafe { sys::cuEventRecord(ev, stream) }, "cuEventRecord")?;
+        // SAFETY: live event and stream of the current context.
+        a.check(
+            unsafe { sys::cuEventRecord(ev, self.raw()) },
+            "cuEventRecord",
+        )?;
         let f = Fence { seq, event };
         // Completed fences are dropped from the front; past the cap the oldest go too (a wait
         // for an early point then uses a later fence: it waits longer, never less). The fences
-        // of a queue are recorded in order after the queue's work, so the completion of one
-        // implies that of every earlier one: a query of the middle fence, once there are 16,
-        // clears the older half at once (a query per 8 records on a queue fenced at every
-        // submission, one using host memory, instead of one per record).
+        // of a queue are recorded in its one stream in order, so the completion of one implies
+        // that of every earlier one: a query of the middle fence, once there are 16, clears the
+        // older half at once (a query per 8 records on a queue fenced at every submission,
+        // the per-thread stream's, instead of one per record).
         if st.fences.len() >= 16 {
             let mid = st.fences.len() / 2;
             let probe = &st.fences[mid];
@@ -560,43 +526,20 @@ impl Queue {
             st.fences.pop_front();
         }
         st.fences.push_back(f.clone());
-        // Covers every submission numbered so far, so whatever another thread asked for.
-        if st.asked.take().is_some() {
-            self.wanted.store(false, Ordering::SeqCst);
-        }
         Ok(f)
     }
 
-    /// For the owner of a per-thread queue, at a submission: records the fence another thread
-    /// asked for (see [`fence_for`](Self::fence_for)). `a`: the queue's context, current.
-    #[cold]
-    fn serve(&self, a: &Active) {
-        let mut st = self.state.lock();
-        if st.asked.is_none() || self.capturing(a) {
-            return;
-        }
-        if let Err(e) = relaxed(|| self.record_fence(a, &mut st)) {
-            // The waiter records one in the legacy stream after the grace instead.
-            let _ = e;
-        }
-    }
-
-    /// A fence that completes after submission `seq`, recording one if none does yet.
-    /// `Found::Done`: `seq` is known complete, or the context is gone, or the queue is being
-    /// captured (nothing to wait for outside the graph).
-    ///
-    /// Another thread's per-thread stream cannot be named here (its handle names the calling
-    /// thread's). A waiter that can wait (`poll`) asks the owner to record a fence at its next
-    /// submission there and gets `Found::Asked`; past [`OWNER_GRACE`] since the first ask, or
-    /// for a waiter that cannot wait, the fence is recorded in the legacy stream instead.
-    fn fence_for(&self, seq: u64, poll: bool) -> Result<Found> {
+    /// A fence that completes after submission `seq`, recording one if none does yet and the
+    /// calling thread can. `Ok(None)`: `seq` is known complete, or the context is gone, or the
+    /// queue is being captured (nothing to wait for outside the graph).
+    fn fence_for(&self, seq: u64) -> Result<Option<Fence>> {
         {
             let st = self.state.lock();
             if st.done >= seq {
-                return Ok(Found::Done);
+                return Ok(None);
             }
             if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
-                return Ok(Found::Fence(f.clone()));
+                return Ok(Some(f.clone()));
             }
         }
         if context::in_host_fn() {
@@ -605,41 +548,28 @@ impl Queue {
                 call: "recording a fence",
             });
         }
-        let own = self.addressable();
-        if !own && poll {
-            let mut st = self.state.lock();
-            if st.done >= seq {
-                return Ok(Found::Done);
-            }
-            if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
-                return Ok(Found::Fence(f.clone()));
-            }
-            match st.asked {
-                None => {
-                    st.asked = Some(Instant::now());
-                    self.wanted.store(true, Ordering::SeqCst);
-                    return Ok(Found::Asked);
-                }
-                Some(t) if t.elapsed() < OWNER_GRACE => return Ok(Found::Asked),
-                Some(_) => {}
-            }
+        if !self.addressable() {
+            // Never reached: uses of per-thread streams are fenced when queued.
+            return Err(Error::InvalidValue {
+                what: "a use of memory on another thread's per-thread stream",
+                value: format!("submission {seq}"),
+                reason: "it has no fence (internal error)",
+            });
         }
         let Some(a) = context::enter_live(self.device, self.generation)? else {
-            return Ok(Found::Done);
+            return Ok(None);
         };
         let mut st = self.state.lock();
         if st.done >= seq {
-            return Ok(Found::Done);
+            return Ok(None);
         }
         if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
-            return Ok(Found::Fence(f.clone()));
+            return Ok(Some(f.clone()));
         }
-        // (Asked of the calling thread's own stream only: another thread's per-thread stream
-        // cannot be asked, and its uses before a capture began are fenced by the begin.)
-        if own && self.capturing(&a) {
-            return Ok(Found::Done);
+        if self.capturing(&a) {
+            return Ok(None);
         }
-        relaxed(|| self.record_fence(&a, &mut st)).map(Found::Fence)
+        relaxed(|| self.record_fence(&a, &mut st)).map(Some)
     }
 
     /// Marks everything up to `seq` complete and drops the fences it covers.
@@ -656,10 +586,8 @@ impl Queue {
 
     /// Blocks until submission `seq` is complete, whatever thread asks.
     pub(crate) fn wait(&self, seq: u64) -> Result<()> {
-        let f = match self.fence_for(seq, false)? {
-            Found::Done => return Ok(()),
-            Found::Fence(f) => f,
-            Found::Asked => return Err(never_asked(seq)),
+        let Some(f) = self.fence_for(seq)? else {
+            return Ok(());
         };
         let Some(a) = context::enter_live(self.device, self.generation)? else {
             return Ok(());
@@ -678,10 +606,9 @@ impl Queue {
     /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
     /// when the calling thread can record one.
     fn is_done(&self, seq: u64) -> Result<bool> {
-        let f = match self.fence_for(seq, true) {
-            Ok(Found::Done) => return Ok(true),
-            Ok(Found::Fence(f)) => f,
-            Ok(Found::Asked) => return Ok(false),
+        let f = match self.fence_for(seq) {
+            Ok(None) => return Ok(true),
+            Ok(Some(f)) => f,
             // A legacy-stream fence cannot be recorded during a capture (`record_fence`): not
             // done yet, asked again later.
             Err(e) if e.code() == crate::ErrorCode::StreamCaptureImplicit => return Ok(false),
@@ -1079,9 +1006,6 @@ impl<'q> Lane<'q> {
                 // scalar arguments only included (review finding). No fence: no use refers to
                 // this point.
                 q.seq.fetch_add(1, Ordering::SeqCst);
-                if q.wanted.load(Ordering::Relaxed) {
-                    q.serve(&self.a);
-                }
             }
             return r;
         }
@@ -1104,15 +1028,12 @@ impl<'q> Lane<'q> {
         for u in uses {
             u.alloc.uses.note(q, seq, u.write);
         }
-        let fenced = if host && !q.capturing(&self.a) {
+        let fenced = if (host || q.kind == QueueKind::PerThread) && !q.capturing(&self.a) {
             q.record_fence(&self.a, &mut st).map(drop)
         } else {
             Ok(())
         };
         drop(st);
-        if q.kind == QueueKind::PerThread && q.wanted.load(Ordering::Relaxed) {
-            q.serve(&self.a);
-        }
         drop(keeps);
         r.and_then(|r| fenced.map(|()| r))
     }
@@ -1131,10 +1052,9 @@ impl<'q> Lane<'q> {
 /// A fence of submission `seq` of `queue` for ordering other queues after it: `Ok(None)` when it
 /// is known complete.
 pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEvent>>> {
-    match queue.fence_for(seq, false)? {
-        Found::Done => Ok(None),
-        Found::Asked => Err(never_asked(seq)),
-        Found::Fence(f) => {
+    match queue.fence_for(seq)? {
+        None => Ok(None),
+        Some(f) => {
             let Ok(_pin) = context::pin(queue.device, queue.generation, "queue") else {
                 return Ok(None);
             };
@@ -1145,17 +1065,6 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
             }
             Ok(Some(f.event))
         }
-    }
-}
-
-/// [`Queue::fence_for`] asked the owner of a per-thread stream for a fence where the caller
-/// cannot wait (never: such callers get a fence in the legacy stream).
-#[cold]
-fn never_asked(seq: u64) -> Error {
-    Error::InvalidValue {
-        what: "a wait for another thread's per-thread stream",
-        value: format!("submission {seq}"),
-        reason: "no fence was recorded for it (internal error)",
     }
 }
 
@@ -1717,38 +1626,5 @@ mod tests {
             "another thread cannot name this thread's per-thread stream"
         );
         assert!(queue(QueueKind::Legacy).addressable());
-    }
-
-    #[test]
-    fn another_thread_asks_the_owner_of_a_per_thread_queue_for_its_fence() {
-        let q = queue(QueueKind::PerThread);
-        let mut m = Uses::default();
-        let seq = submit(&q, &[(&m, true)]);
-        // Launches there record nothing; a poll from another thread (the reclaimer's) asks
-        // the owner and does not count the use done.
-        let q2 = q.clone();
-        let polls = std::thread::spawn(move || {
-            [
-                matches!(q2.fence_for(seq, true), Ok(Found::Asked)),
-                matches!(q2.fence_for(seq, true), Ok(Found::Asked)),
-                matches!(q2.is_done(seq), Ok(false)),
-            ]
-        })
-        .join()
-        .unwrap();
-        assert_eq!(
-            polls, [true; 3],
-            "a poll within the grace waits for the owner"
-        );
-        assert!(q.wanted.load(Ordering::SeqCst), "the owner was asked");
-        assert!(q.state.lock().asked.is_some());
-        // Once the owner knows the work done (its synchronize, its exit), no fence is needed.
-        q.completed(seq);
-        let q3 = q.clone();
-        let done = std::thread::spawn(move || matches!(q3.fence_for(seq, true), Ok(Found::Done)))
-            .join()
-            .unwrap();
-        assert!(done);
-        assert_eq!(m.take_points().len(), 0);
     }
 }

@@ -196,11 +196,10 @@ impl Stream {
     /// The calling thread's per-thread default stream of the current device
     /// (`cudaStreamPerThread`). Only for use on the thread that asked for it.
     ///
-    /// Submissions here cost what they cost on a created stream. Only this thread can name
-    /// this stream, so another thread that must wait for work queued here (the crate's
-    /// reclaimer, for memory dropped while a launch here still uses it) asks this thread to
-    /// record a fence at its next submission here, and after 5 ms without one records it in
-    /// the legacy default stream instead (see "How queued work is tracked" in the crate docs).
+    /// Each submission here that uses memory also records an event (only this thread can name
+    /// this stream, so the point another thread may wait for is recorded at once: see the
+    /// `queue` mechanism in the crate docs): a launch there costs about 1.5x the raw one; for
+    /// work submitted often, a created [`Stream::new`] costs what the raw driver call does.
     #[doc(alias = "cudaStreamPerThread")]
     pub fn per_thread() -> Result<Stream> {
         record(special(Kind::PerThread))
@@ -601,8 +600,7 @@ pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
             v.0.push(q.clone());
             q
         })
-        // Called from a thread-local destructor: a queue of its own (never drained: other
-        // threads fence its uses through the legacy stream once its owner stops answering).
+        // Called from a thread-local destructor: a queue of its own (its uses are fenced).
         .unwrap_or_else(|_| make())
 }
 

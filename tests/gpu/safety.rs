@@ -601,18 +601,18 @@ fn safety_buffer_outlives_the_stream_it_was_used_on() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Launches on the per-thread stream record no fence (tenth session): a buffer a launch there
-// still reads, dropped on that thread, is freed by the reclaimer (another thread), which must
-// get a fence for that launch: from the owner's next submission there (`Submits`), or, when
-// the owner submits nothing more (`Idles`), through the legacy stream after the grace. Either
-// way the memory must not be freed under the kernel: whatever reuses it is junk the kernel must
-// not read, and the kernel's sum must be X's.
+// A buffer a launch on the per-thread stream still reads, dropped on that thread, is freed by
+// the reclaimer (another thread), which must wait for exactly that launch: whether the owner
+// keeps submitting there (`Submits`) or submits nothing more (`Idles`). (Written in the tenth
+// session for a per-thread stream without a fence per submission, whose fallback was then
+// reverted; it holds for every mechanism.) The memory must not be freed under the kernel:
+// whatever reuses it is junk the kernel must not read, and the kernel's sum must be X's.
 
 #[derive(Clone, Copy, Debug)]
 enum Owner {
-    /// Keeps submitting small copies on its per-thread stream (answers the reclaimer's ask).
+    /// Keeps submitting small fills on its per-thread stream.
     Submits,
-    /// Blocks on a channel, submitting nothing (the legacy-stream fence).
+    /// Blocks on a channel, submitting nothing.
     Idles,
 }
 
