@@ -1,6 +1,8 @@
 // Does an event recorded in the legacy default stream by thread B complete only after the work
-// thread A queued earlier on its per-thread default stream? (The crate's fallback fence for a use
-// on another thread's per-thread stream relies on it.) nvcc -O2 -arch=sm_90 legacy_covers_per_thread.cu
+// thread A queued earlier on its per-thread default stream? (Yes on the H100, driver 580: 200 ms.
+// The tenth session's fallback fence for a use on another thread's per-thread stream relied on it;
+// that fallback was reverted: such a record also holds back every blocking stream's later work,
+// and could hang a valid program.) nvcc -O2 -arch=sm_90 legacy_covers_per_thread.cu
 #include <atomic>
 #include <chrono>
 #include <cstdio>
