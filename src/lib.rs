@@ -55,17 +55,18 @@
 //!   and never stored as an identity). Each queue numbers the submissions that use memory;
 //!   memory remembers, per queue, the last submission that used it and the last that wrote it.
 //! * **Fences, recorded lazily.** Waiting for a use means waiting for an event (without timing,
-//!   about 0.2 us to record in an idle stream on the H200) recorded after it. Such a fence is recorded right after the
-//!   submission only when the CPU may need to wait for exactly that point (the work uses
-//!   page-locked, mapped or managed memory) or when nobody else could record it later (the
-//!   per-thread stream, which only its own thread can name: a launch there that uses memory
-//!   costs about 1.5x the raw launch, 5.1 us against 3.3 us on the H200); otherwise only when someone first
-//!   needs to wait (a drop, a CPU view, another stream ordered after an allocation). A kernel
-//!   launch on a created or legacy stream records nothing: it costs a lock and a few stores
-//!   over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use waits for its fence,
-//!   from any thread, whatever kind of stream it was on. A fence's event is kept for the next
-//!   fence of its device once no one holds the fence (up to 32 spare events per device), so a fenced
-//!   submission costs one event record, not a create, a record and a destroy.
+//!   about 0.2 us to record in an idle stream on the H200) recorded after it. Such a fence is
+//!   recorded right after the submission only when the CPU may need to wait for exactly that
+//!   point (the work uses page-locked, mapped or managed memory) or when nobody else could
+//!   record it later (the per-thread stream, which only its own thread can name: a launch there
+//!   that uses memory costs about 1.17x the raw launch on the H200 pair); otherwise only when
+//!   someone first needs to wait (a drop, a CPU view, another stream ordered after an
+//!   allocation). A kernel launch on a created or legacy stream records nothing: it costs a
+//!   lock and a few stores over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use
+//!   waits for its fence, from any thread, whatever kind of stream it was on. A fence's event is
+//!   kept for the next fence of its device once no one holds the fence (up to 32 spare events
+//!   per device), so a fenced submission costs one event record, not a create, a record and a
+//!   destroy.
 //! * **Drops do not wait for unrelated work.** Device memory is freed once its own uses are
 //!   done: at once when none is pending; otherwise a background thread (the reclaimer) frees it
 //!   when their fences complete. The free is `cuMemFreeAsync`, in the allocation's own stream

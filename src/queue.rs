@@ -23,10 +23,11 @@
 //!     after a stream-ordered allocation): then the fence covers the queue up to that moment.
 //!
 //!   The eager fence is the price of the per-thread stream: a launch there that uses memory
-//!   costs a launch, an event record right behind it and the fence bookkeeping (5.1 us against
-//!   3.3 us for the raw launch on the H200, the runtime bench's `per-thread stream` figure),
-//!   where libcudart, which tracks nothing, pays only the launch. Launches there with scalar arguments only record nothing. Work
-//!   that is submitted often is best put on a created stream.
+//!   costs a launch, an event record right behind it and the fence bookkeeping (1.17x the raw
+//!   launch on the H200 pair, the runtime bench's `per-thread stream` figure, ninth session),
+//!   where libcudart, which tracks nothing, pays only the launch. Launches there with scalar
+//!   arguments only record nothing. Work that is submitted often is best put on a created
+//!   stream.
 //!
 //!   Plain kernel launches on created or legacy streams record nothing, so the launch path
 //!   costs a lock and a few stores over the raw `cuLaunchKernel`, and launches that use no
@@ -1385,20 +1386,7 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
 /// stream holds nothing but frees: never captured, waited for in relaxed mode so that a user's
 /// global capture survives it).
 pub(crate) fn wait_free_stream(a: &Active) -> Result<()> {
-    let s = a.free_stream()?;
-    let counts = free_counts(a.dev.ordinal);
-    let queued = counts.map(|c| c.0.load(Ordering::Acquire));
-    // SAFETY: the crate's own stream of the current context.
-    relaxed(|| {
-        a.check(
-            unsafe { sys::cuStreamSynchronize(s) },
-            "cuStreamSynchronize",
-        )
-    })?;
-    if let (Some(c), Some(q)) = (counts, queued) {
-        c.1.fetch_max(q, Ordering::AcqRel);
-    }
-    Ok(())
+    settle_free_stream(a, true)
 }
 
 /// As [`wait_free_stream`] without blocking (`cuStreamQuery`): counts the frees queued so far as
@@ -1406,15 +1394,30 @@ pub(crate) fn wait_free_stream(a: &Active) -> Result<()> {
 /// the device (if the driver's release of that memory waited for the whole device, as
 /// `cuMemFree` does, a wait there could hang behind a stalled stream; review finding).
 pub(crate) fn poll_free_stream(a: &Active) -> Result<()> {
+    settle_free_stream(a, false)
+}
+
+/// Waits for (`block`) or queries the crate's stream for frees; once it has run them, the frees
+/// counted before count as waited for (see [`frees_unwaited`]).
+fn settle_free_stream(a: &Active, block: bool) -> Result<()> {
     let s = a.free_stream()?;
     let counts = free_counts(a.dev.ordinal);
     let queued = counts.map(|c| c.0.load(Ordering::Acquire));
-    // SAFETY: the crate's own stream of the current context.
-    let r = relaxed(|| driver::rc(unsafe { sys::cuStreamQuery(s) }));
-    if r == 0 {
-        if let (Some(c), Some(q)) = (counts, queued) {
-            c.1.fetch_max(q, Ordering::AcqRel);
-        }
+    let finished = if block {
+        // SAFETY: the crate's own stream of the current context.
+        relaxed(|| {
+            a.check(
+                unsafe { sys::cuStreamSynchronize(s) },
+                "cuStreamSynchronize",
+            )
+        })?;
+        true
+    } else {
+        // SAFETY: as above; a query queues nothing.
+        relaxed(|| driver::rc(unsafe { sys::cuStreamQuery(s) })) == 0
+    };
+    if let (true, Some(c), Some(q)) = (finished, counts, queued) {
+        c.1.fetch_max(q, Ordering::AcqRel);
     }
     Ok(())
 }

@@ -198,7 +198,7 @@ impl Stream {
     ///
     /// Each submission here that uses memory also records an event (only this thread can name
     /// this stream, so the point another thread may wait for is recorded at once: see the
-    /// `queue` mechanism in the crate docs): a launch there costs about 1.5x the raw one; for
+    /// `queue` mechanism in the crate docs): a launch there costs about 1.17x the raw one; for
     /// work submitted often, a created [`Stream::new`] costs what the raw driver call does.
     #[doc(alias = "cudaStreamPerThread")]
     pub fn per_thread() -> Result<Stream> {
