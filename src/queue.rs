@@ -189,15 +189,16 @@ pub(crate) struct Queue {
     kind: QueueKind,
     /// For a per-thread stream: the thread that owns it.
     owner: Option<std::thread::ThreadId>,
-    /// Submissions with noted uses (and stream-ordered allocations) queued so far. Each takes
-    /// its number after it is queued; a fence reads the number before it is recorded.
-    seq: AtomicU64,
+    /// Two counters in one word, so that a submission can take its number and leave in one
+    /// atomic operation ([`Entry::number`]): above [`FLIGHT_BITS`], the submissions with noted
+    /// uses (and stream-ordered allocations) queued so far, each numbered after it is queued (a
+    /// fence reads the number before it is recorded); below, the submissions past the `watch`
+    /// check on the fast path, not yet done (see [`Queue::enter`]).
+    word: AtomicU64,
     state: Mutex<QState>,
     /// Captures begun by the crate that may involve this queue (begun on it, or joined to it);
     /// while non-zero, submissions check whether the stream is capturing (see the module docs).
     watch: AtomicU32,
-    /// Submissions past the `watch` check on the fast path, not yet done.
-    inflight: AtomicU32,
     /// Held shared by submissions on a watched queue, exclusively by a capture's begin, joins
     /// and end.
     capture_lock: RwLock<()>,
@@ -210,6 +211,8 @@ pub(crate) enum Entry<'q> {
     Fast(&'q Queue),
     /// A capture may involve the queue; its begin, joins and end wait until this is dropped.
     Watched(#[allow(dead_code)] RwLockReadGuard<'q, ()>),
+    /// A fast entry that has left the queue already, numbered ([`Entry::number`]).
+    Left,
 }
 
 impl Entry<'_> {
@@ -218,13 +221,38 @@ impl Entry<'_> {
     pub(crate) fn watched(&self) -> bool {
         matches!(self, Entry::Watched(_))
     }
+
+    /// Takes the next submission number of `q` (this entry's queue) for work already queued.
+    /// A fast entry leaves the queue in the same atomic operation (a capture's begin may then
+    /// go ahead: nothing may be queued in the stream under this entry afterwards); a watched
+    /// one stays held until dropped.
+    #[inline]
+    pub(crate) fn number(&mut self, q: &Queue) -> u64 {
+        match self {
+            Entry::Fast(fq) => {
+                debug_assert!(std::ptr::eq(*fq, q));
+                let seq = fq.leave_numbered();
+                // The fast entry has left: its drop must not leave again (the thread's count of
+                // entries is lowered by the drop of `Left`).
+                std::mem::forget(std::mem::replace(self, Entry::Left));
+                seq
+            }
+            _ => q.next_seq(),
+        }
+    }
 }
+
+/// The bits of [`Queue::word`] that count submissions in flight (at most about a million at
+/// once: one per thread, and one more per nested entry).
+const FLIGHT_BITS: u32 = 20;
+/// One submission number in [`Queue::word`].
+const ONE_SEQ: u64 = 1 << FLIGHT_BITS;
 
 impl Drop for Entry<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Entry::Fast(q) = self {
-            q.inflight.fetch_sub(1, Ordering::SeqCst);
+            q.word.fetch_sub(1, Ordering::SeqCst);
         }
         ENTRIES.with(|n| n.set(n.get().wrapping_sub(1)));
     }
@@ -318,10 +346,9 @@ impl Queue {
             generation,
             kind,
             owner: (kind == QueueKind::PerThread).then(|| std::thread::current().id()),
-            seq: AtomicU64::new(0),
+            word: AtomicU64::new(0),
             state: Mutex::new(QState::default()),
             watch: AtomicU32::new(0),
-            inflight: AtomicU32::new(0),
             capture_lock: RwLock::new(()),
         }
     }
@@ -363,16 +390,42 @@ impl Queue {
                 r != 600
             }
             QueueKind::Legacy | QueueKind::PerThread => {
-                !matches!(self.is_done(self.seq.load(Ordering::SeqCst)), Ok(false))
+                !matches!(self.is_done(self.seq()), Ok(false))
             }
         }
+    }
+
+    /// The number of the last submission queued so far.
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.word.load(Ordering::SeqCst) >> FLIGHT_BITS
+    }
+
+    /// Takes the next submission number (for work already queued).
+    #[inline]
+    fn next_seq(&self) -> u64 {
+        (self.word.fetch_add(ONE_SEQ, Ordering::SeqCst) >> FLIGHT_BITS) + 1
+    }
+
+    /// Takes the next submission number and leaves the queue (one fast entry fewer), at once.
+    #[inline]
+    fn leave_numbered(&self) -> u64 {
+        // The count of entries is at least one (this one's): subtracting it borrows nothing
+        // from the number.
+        (self.word.fetch_add(ONE_SEQ - 1, Ordering::SeqCst) >> FLIGHT_BITS) + 1
+    }
+
+    /// The fast-path submissions in flight.
+    #[inline]
+    fn inflight(&self) -> u64 {
+        self.word.load(Ordering::SeqCst) & (ONE_SEQ - 1)
     }
 
     /// Enters a submission (or a free in the stream) on this queue; see [`Entry`].
     #[inline]
     pub(crate) fn enter(&self) -> Entry<'_> {
         ENTRIES.with(|n| n.set(n.get() + 1));
-        self.inflight.fetch_add(1, Ordering::SeqCst);
+        self.word.fetch_add(1, Ordering::SeqCst);
         if self.watch.load(Ordering::SeqCst) == 0 {
             return Entry::Fast(self);
         }
@@ -381,7 +434,7 @@ impl Queue {
 
     #[cold]
     fn enter_watched(&self) -> Entry<'_> {
-        self.inflight.fetch_sub(1, Ordering::SeqCst);
+        self.word.fetch_sub(1, Ordering::SeqCst);
         // A thread that holds no other entry waits behind a capture's begin, join or end that
         // waits for the lock: with recursive reads only, threads submitting to a captured
         // stream in a loop kept its end from ever taking the lock (the null-driver harness hung
@@ -404,7 +457,7 @@ impl Queue {
         // The fast-path submissions drain first, without the lock held: one of them may enter
         // the queue again meanwhile (an allocation reclaiming memory that frees in this
         // stream), which now takes the lock shared and must not wait for this begin.
-        while self.inflight.load(Ordering::SeqCst) != 0 {
+        while self.inflight() != 0 {
             std::thread::yield_now();
         }
         self.capture_lock.write()
@@ -426,7 +479,7 @@ impl Queue {
     /// in the capturing stream). `a` is this queue's context, current.
     pub(crate) fn fence_all(&self, a: &Active) -> Result<()> {
         let mut st = self.state.lock();
-        let seq = self.seq.load(Ordering::SeqCst);
+        let seq = self.seq();
         if st.done >= seq || st.fences.back().is_some_and(|f| f.seq >= seq) {
             return Ok(());
         }
@@ -498,7 +551,7 @@ impl Queue {
         });
         // The number is read before the record: every submission numbered up to it was queued
         // before it took its number (`Lane::submit`, `note_alloc`), so before the record.
-        let seq = self.seq.load(Ordering::SeqCst);
+        let seq = self.seq();
         // SAFETY: live event and stream of the current context.
         a.check(
             unsafe { sys::cuEventRecord(ev, self.raw()) },
@@ -638,7 +691,7 @@ impl Queue {
         if context::in_host_fn() {
             return;
         }
-        let seq = self.seq.load(Ordering::SeqCst);
+        let seq = self.seq();
         if self.state.lock().done >= seq {
             return;
         }
@@ -658,7 +711,7 @@ impl Queue {
 
     /// The point of the work queued so far (before a synchronising call).
     pub(crate) fn mark(&self) -> u64 {
-        self.seq.load(Ordering::SeqCst)
+        self.seq()
     }
 
     /// For callers that synchronised the whole queue after taking `mark`: everything queued up
@@ -934,7 +987,7 @@ impl<'q> Lane<'q> {
     ) -> (Result<R>, Option<u64>) {
         let q = self.queue();
         // Held until the work is queued (or captured): a capture cannot begin or end meanwhile.
-        let entry = q.enter();
+        let mut entry = q.enter();
         if entry.watched() {
             match crate::graph::capture::session_of(&self.a, q) {
                 Err(e) => return (Err(e), None),
@@ -945,7 +998,7 @@ impl<'q> Lane<'q> {
                 Ok(None) => {}
             }
         }
-        let r = self.submit_queued(call, uses, op);
+        let r = self.submit_queued(call, uses, &mut entry, op);
         drop(entry);
         (r, None)
     }
@@ -996,6 +1049,7 @@ impl<'q> Lane<'q> {
         &self,
         call: &'static str,
         uses: &[Use<'_>],
+        entry: &mut Entry<'_>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
         if uses.is_empty() {
@@ -1006,7 +1060,7 @@ impl<'q> Lane<'q> {
                 // its queue's number (`drain_at_thread_exit`), graph launches and kernels with
                 // scalar arguments only included (review finding). No fence: no use refers to
                 // this point.
-                q.seq.fetch_add(1, Ordering::SeqCst);
+                q.next_seq();
             }
             return r;
         }
@@ -1029,7 +1083,7 @@ impl<'q> Lane<'q> {
             // finds its fence (it does not record one of its own meanwhile). (A per-thread
             // stream is fenced at every submission: only its own thread can record there.)
             let mut st = q.state.lock();
-            let seq = q.seq.fetch_add(1, Ordering::SeqCst) + 1;
+            let seq = q.next_seq();
             for u in uses {
                 u.alloc.uses.note(q, seq, u.write);
             }
@@ -1043,8 +1097,10 @@ impl<'q> Lane<'q> {
             // fence that reads it (under the lock) is recorded after the work; a waiter that
             // sees the use finds the number already taken. (The lock and its release were two
             // of the eight atomic read-modify-writes of a 4-argument launch: measured against
-            // the null driver, tenth session.)
-            let seq = q.seq.fetch_add(1, Ordering::SeqCst) + 1;
+            // the null driver, tenth session.) The entry leaves the queue in the same
+            // operation: a capture's begin that goes ahead then reads this number in its fence,
+            // and the uses noted after it are covered by that fence.
+            let seq = entry.number(q);
             for u in uses {
                 u.alloc.uses.note(q, seq, u.write);
             }
@@ -1115,7 +1171,7 @@ fn device_idle(device: i32, generation: u64) -> bool {
 /// ordered after it; the free follows it on the same queue).
 pub(crate) fn note_alloc(queue: &Queue) -> u64 {
     // No lock: the number is taken after the allocation is queued, as in `Lane::submit`.
-    queue.seq.fetch_add(1, Ordering::SeqCst) + 1
+    queue.next_seq()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1526,7 +1582,7 @@ mod tests {
     /// Submissions numbered as `Lane::submit` numbers them, without a driver.
     fn submit(q: &Arc<Queue>, uses: &[(&Uses, bool)]) -> u64 {
         let _st = q.state.lock();
-        let seq = q.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let seq = q.next_seq();
         for (u, write) in uses {
             u.note(q, seq, *write);
         }
@@ -1585,7 +1641,7 @@ mod tests {
         // Unwatched: the fast path, counted.
         let e = q.enter();
         assert!(!e.watched());
-        assert_eq!(q.inflight.load(Ordering::SeqCst), 1);
+        assert_eq!(q.inflight(), 1);
         // A begin on another thread must wait for this submission to finish.
         let (q2, begun) = (
             q.clone(),
@@ -1614,11 +1670,11 @@ mod tests {
         drop(e);
         begin.join().unwrap();
         assert!(begun.load(Ordering::SeqCst));
-        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        assert_eq!(q.inflight(), 0);
         // Watched now: submissions take the capture lock shared and ask the driver.
         let e = q.enter();
         assert!(e.watched());
-        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        assert_eq!(q.inflight(), 0);
         assert!(
             q.capture_lock.try_write().is_none(),
             "an end must wait for a watched submission"
@@ -1630,7 +1686,7 @@ mod tests {
         assert!(q.capture_lock.try_write().is_some());
         q.unwatch();
         assert!(!q.enter().watched());
-        assert_eq!(q.inflight.load(Ordering::SeqCst), 0);
+        assert_eq!(q.inflight(), 0);
     }
 
     #[test]
@@ -1644,5 +1700,24 @@ mod tests {
             "another thread cannot name this thread's per-thread stream"
         );
         assert!(queue(QueueKind::Legacy).addressable());
+    }
+
+    #[test]
+    fn numbering_a_fast_entry_leaves_the_queue_in_the_same_step() {
+        let q = queue(QueueKind::Owned);
+        let before = ENTRIES.with(|n| n.get());
+        let outer = q.enter();
+        let mut e = q.enter();
+        assert_eq!(q.inflight(), 2);
+        assert_eq!(e.number(&q), 1);
+        // One entry left; the number counted; the other entry still in flight.
+        assert_eq!((q.inflight(), q.seq()), (1, 1));
+        assert!(!e.watched());
+        drop(e);
+        assert_eq!(q.inflight(), 1, "a numbered entry must not leave twice");
+        drop(outer);
+        assert_eq!((q.inflight(), q.seq()), (0, 1));
+        assert_eq!(ENTRIES.with(|n| n.get()), before);
+        assert_eq!(q.next_seq(), 2);
     }
 }
