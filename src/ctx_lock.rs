@@ -226,7 +226,7 @@ impl<T> CtxLock<T> {
         Some(ReadGuard {
             lock: self,
             count,
-            borrowed,
+            borrowed: usize::from(borrowed),
             _not_send: PhantomData,
         })
     }
@@ -299,7 +299,12 @@ fn give_back_current() {
 pub(crate) struct ReadGuard<'a, T> {
     lock: &'a CtxLock<T>,
     count: &'static AtomicU32,
-    borrowed: bool,
+    /// Whether the slot is borrowed for this entry alone (0 or 1). A whole word, not a `bool`:
+    /// the entry travels through memory on the launch path ([`crate::context::Active`]), and
+    /// a `bool` there was copied as single bytes, then read back 16 bytes at a time, which the
+    /// processor cannot forward from the byte stores (a stall measured with `perf` against the
+    /// null driver, tenth session).
+    borrowed: usize,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -323,7 +328,7 @@ impl<T> Drop for ReadGuard<'_, T> {
         let now = self.count.load(Ordering::Relaxed) - 1;
         // Release: this entry's reads of the value happen before a writer's changes.
         self.count.store(now, Ordering::Release);
-        if self.borrowed && now == 0 {
+        if self.borrowed != 0 && now == 0 {
             give_back_current();
         }
     }
