@@ -643,7 +643,7 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// current on this thread, no sticky error. `None` in every other case (the slow path then
 /// decides, with the same checks in full). Returns in registers, where the full path's
 /// `Result` goes through memory (measured on the launch path).
-#[inline]
+#[inline(always)]
 fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
     if HAVE_ORPHANS.load(Ordering::Relaxed) || in_host_fn() {
         return None;
