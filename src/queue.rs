@@ -833,6 +833,10 @@ impl Uses {
     /// the H200 pair with driver 580); the event create and record were the only driver calls
     /// on that path (`probes/host_fn_block` asks the driver which of them blocks).
     pub(crate) fn take_points(&mut self) -> Vec<(Arc<Queue>, u64)> {
+        if self.list.get_mut().is_empty() {
+            // Never used (a texture made and dropped unused): nothing to take or free.
+            return Vec::new();
+        }
         let list = std::mem::take(self.list.get_mut());
         list.into_iter()
             .filter(|u| u.queue.state.lock().done < u.seq)
