@@ -868,8 +868,8 @@ fn main() {
                 Some(&mut raw),
                 rt.as_mut().map(|r| r as &mut dyn Side),
             ];
-            for (i, s) in sides.iter_mut().enumerate() {
-                if let Some(s) = s {
+            for i in common::turns(rep, sides.len()) {
+                if let Some(s) = &mut sides[i] {
                     let d = batch(&mut **s, fig, n);
                     if rep > 0 {
                         v[i].push(d.as_secs_f64() * 1e6 / n as f64);
@@ -909,16 +909,26 @@ fn main() {
     let n = 200u64;
     let (mut v_crate, mut v_raw) = (Vec::new(), Vec::new());
     for rep in 0..=REPS {
-        let d = batch(&mut ours, Figure::Launch, n);
-        ours.sync();
-        let t = Instant::now();
-        for _ in 0..n {
-            // SAFETY: the crate's live executable on the crate's live stream; what the graph
-            // uses is kept by the crate for as long as the executable lives.
-            ck(unsafe { sys::cuGraphLaunch(exec, stream) }, "cuGraphLaunch");
-        }
-        let dr = t.elapsed();
-        ours.sync();
+        let raw_launches = |ours: &mut CrateSide| {
+            ours.sync();
+            let t = Instant::now();
+            for _ in 0..n {
+                // SAFETY: the crate's live executable on the crate's live stream; what the
+                // graph uses is kept by the crate for as long as the executable lives.
+                ck(unsafe { sys::cuGraphLaunch(exec, stream) }, "cuGraphLaunch");
+            }
+            let dr = t.elapsed();
+            ours.sync();
+            dr
+        };
+        // Taking turns going first (`common::turns`).
+        let (d, dr) = if rep % 2 == 0 {
+            let d = batch(&mut ours, Figure::Launch, n);
+            (d, raw_launches(&mut ours))
+        } else {
+            let dr = raw_launches(&mut ours);
+            (batch(&mut ours, Figure::Launch, n), dr)
+        };
         if rep > 0 {
             v_crate.push(d.as_secs_f64() * 1e6 / n as f64);
             v_raw.push(dr.as_secs_f64() * 1e6 / n as f64);

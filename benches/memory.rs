@@ -398,8 +398,8 @@ impl Setup {
         let ways = [Way::Crate, Way::Driver, Way::Cudart];
         let mut v: [Vec<f64>; 3] = Default::default();
         for rep in 0..=reps {
-            for (i, &way) in ways.iter().enumerate() {
-                if let Some(d) = self.batch(fig, way, n) {
+            for i in common::turns(rep, ways.len()) {
+                if let Some(d) = self.batch(fig, ways[i], n) {
                     if rep > 0 {
                         v[i].push(d.as_secs_f64() * 1e6 / n as f64);
                     }

@@ -310,7 +310,8 @@ fn main() {
     let mut d2a = vec![Vec::new(); 3];
     let (mut via_tex, mut via_global) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        for (i, &w) in ways.iter().enumerate() {
+        for i in common::turns(round, ways.len()) {
+            let w = ways[i];
             if w == Way::Cudart && s.cudart.is_none() {
                 continue;
             }
