@@ -25,7 +25,8 @@ use cudarc::driver::sys;
 /// libcudart's entry points used here. Its resource and texture descriptions are passed as
 /// zeroed buffers larger than `cudaResourceDesc` / `cudaTextureDesc` (13.0 headers), with the
 /// array handle at byte 8 of the resource description (after the 4-byte `resType`, 0 = array,
-/// and its padding): the zeroed texture description is wrap, point, element type.
+/// and its padding) and the texture description's three address modes set to clamp: all three
+/// sides make the texture of the crate's `TextureDesc::default()` (clamp, point, element type).
 struct Cudart {
     _lib: libloading::Library,
     create_tex:
@@ -98,7 +99,11 @@ fn create_destroy(s: &Setup, way: Way) {
             unsafe {
                 let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
                 res.res.array.hArray = s.array.as_raw();
-                let tex: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
+                let mut tex: sys::CUDA_TEXTURE_DESC = std::mem::zeroed();
+                // The texture the crate makes from `TextureDesc::default()`: clamped
+                // addressing, element-type (integer) reads.
+                tex.addressMode = [sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP; 3];
+                tex.flags = sys::CU_TRSF_READ_AS_INTEGER;
                 let mut obj: sys::CUtexObject = 0;
                 ck(
                     sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null()),
@@ -114,7 +119,12 @@ fn create_destroy(s: &Setup, way: Way) {
             let Some(c) = &s.cudart else { return };
             let mut res = [0u64; 64];
             res[1] = s.array.as_raw() as u64;
-            let tex = [0u64; 64];
+            // `cudaTextureDesc.addressMode[0..3]` (ints at bytes 0, 4 and 8) clamped
+            // (`cudaAddressModeClamp` = 1), as the crate's default; the rest zero: point
+            // filtering, element-type reads.
+            let mut tex = [0u64; 64];
+            tex[0] = 1 | 1 << 32;
+            tex[1] = 1;
             let mut obj = 0u64;
             // SAFETY: zeroed buffers larger than the runtime's structs, the array handle in
             // `res.array.array`; valid out-parameter.
