@@ -7,7 +7,11 @@
 // pool's semantics, so a faster pool-handle path would need the current pool cached.) Also
 // `cuMemAlloc` with `cuMemFree`, and with `cuMemFreeAsync` in an idle stream, which the crate's
 // drop of an unused `DeviceBuffer::new` makes (36.8 us per pair in the memory bench against
-// 5.4 us for cuMemAlloc + cuMemFree).
+// 5.4 us for cuMemAlloc + cuMemFree). And `cuDeviceGetMemPool` + `cuMemAllocFromPoolAsync`
+// + `cuMemFreeAsync`: the current pool read at every call, which keeps `cudaMallocAsync`'s
+// semantics with no cache (eleventh session: libcudart's pair, 0.70 us, was faster than the
+// driver's `cuMemAllocAsync` pair, 0.89 us, and as fast as the pool-handle pair, 0.67 us). The
+// ways take turns going first, round by round.
 //
 //   nvcc -O2 -arch=sm_90 alloc_async_paths.cu -lcuda -o /tmp/alloc_async_paths && /tmp/alloc_async_paths
 #include <algorithm>
@@ -38,9 +42,10 @@ int main() {
   CK(cuDeviceGetDefaultMemPool(&pool, dev));
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  std::vector<double> t_current, t_pool, t_rt, t_free, t_free_async;
+  std::vector<double> t_current, t_pool, t_rt, t_free, t_free_async, t_get_pool;
   for (int round = 0; round < rounds; round++) {
-    for (int way = 0; way < 5; way++) {
+    for (int turn = 0; turn < 6; turn++) {
+      int way = (turn + round) % 6;
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < batch; i++) {
         CUdeviceptr p;
@@ -49,6 +54,11 @@ int main() {
           CK(cuMemFreeAsync(p, s));
         } else if (way == 1) {
           CK(cuMemAllocFromPoolAsync(&p, bytes, pool, s));
+          CK(cuMemFreeAsync(p, s));
+        } else if (way == 5) {
+          CUmemoryPool current;
+          CK(cuDeviceGetMemPool(&current, dev));
+          CK(cuMemAllocFromPoolAsync(&p, bytes, current, s));
           CK(cuMemFreeAsync(p, s));
         } else if (way == 3) {
           // What `cudaMalloc` + `cudaFree` cost (the free waits for the whole device).
@@ -70,7 +80,12 @@ int main() {
       }
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / batch;
       CK(cuStreamSynchronize(s));
-      (way == 0 ? t_current : way == 1 ? t_pool : way == 2 ? t_rt : way == 3 ? t_free : t_free_async)
+      (way == 0   ? t_current
+       : way == 1 ? t_pool
+       : way == 2 ? t_rt
+       : way == 3 ? t_free
+       : way == 4 ? t_free_async
+                  : t_get_pool)
           .push_back(us);
     }
   }
@@ -80,6 +95,7 @@ int main() {
   };
   printf("alloc cuMemAllocAsync+cuMemFreeAsync %.3f us\n", med(t_current));
   printf("alloc cuMemAllocFromPoolAsync(default)+cuMemFreeAsync %.3f us\n", med(t_pool));
+  printf("alloc cuDeviceGetMemPool+cuMemAllocFromPoolAsync+cuMemFreeAsync %.3f us\n", med(t_get_pool));
   printf("alloc cudaMallocAsync+cudaFreeAsync %.3f us\n", med(t_rt));
   printf("alloc cuMemAlloc+cuMemFree %.3f us\n", med(t_free));
   printf("alloc cuMemAlloc+cuMemFreeAsync %.3f us\n", med(t_free_async));
