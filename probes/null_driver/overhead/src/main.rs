@@ -93,6 +93,31 @@ fn main() {
         t("crate 4-arg launch", n, || {
             kernels::params::four_args(&s, &cfg, &mut out, 1, 2.0, 3.0).unwrap()
         });
+        if which == "launch" {
+            let cl = LaunchConfig::new(2u32, 1u32).with_cluster(2);
+            t("crate cluster launch", n, || {
+                kernels::launch_ex::empty90(&s, &cl).unwrap()
+            });
+            let window = DeviceBuffer::<f32>::zeroed(1024).unwrap();
+            let (lo, hi) = cuda_runtime::Device::current()
+                .unwrap()
+                .stream_priority_range()
+                .unwrap();
+            let _ = lo;
+            t("crate extended launch, 3 attributes", n, || {
+                let ex = cfg
+                    .extended()
+                    .priority(hi)
+                    .mem_sync_domain(cuda_runtime::MemSyncDomain::Remote)
+                    .access_policy_window(cuda_runtime::AccessPolicyWindow::over(
+                        &window,
+                        1.0,
+                        cuda_runtime::AccessProperty::Normal,
+                        cuda_runtime::AccessProperty::Normal,
+                    ));
+                kernels::params::empty(&s, &ex).unwrap()
+            });
+        }
         let pts = Stream::per_thread().unwrap();
         t("crate 4-arg launch per-thread", n, || {
             kernels::params::four_args(&pts, &cfg, &mut out, 1, 2.0, 3.0).unwrap()
