@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+// Live allocations, for NULLDRV_MAX_ALLOCS (an out-of-memory error once that many are live).
+static long live_allocs = 0;
 #include <string.h>
 #include <unistd.h>
 typedef int CUresult;
@@ -124,8 +126,8 @@ CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint6
 CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsync"); stream_ok((uint64_t)s, "cuMemAllocAsync (stale stream)"); *p = make(); OK; }
 CUresult cuDeviceGetMemPool(void **pool, int dev) { (void)dev; *pool = (void *)0x600d; OK; }
 CUresult cuMemAllocFromPoolAsync(uint64_t *p, size_t b, void *pool, void *s) { (void)pool; in_ctx("cuMemAllocFromPoolAsync"); stream_ok((uint64_t)s, "cuMemAllocFromPoolAsync (stale stream)"); *p = make(); OK; }
-static CUresult base_cuMemFreeAsync(uint64_t p, void *s) { in_ctx("cuMemFreeAsync"); handle_ok(p, "cuMemFreeAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemFreeAsync (stale stream)"); OK; }
-static CUresult base_cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); *p = make(); OK; }
+static CUresult base_cuMemFreeAsync(uint64_t p, void *s) { __atomic_fetch_sub(&live_allocs, 1, __ATOMIC_SEQ_CST); in_ctx("cuMemFreeAsync"); handle_ok(p, "cuMemFreeAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemFreeAsync (stale stream)"); OK; }
+static CUresult base_cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); const char *m = getenv("NULLDRV_MAX_ALLOCS"); if (m && __atomic_load_n(&live_allocs, __ATOMIC_SEQ_CST) >= atol(m)) return 2; __atomic_fetch_add(&live_allocs, 1, __ATOMIC_SEQ_CST); *p = make(); OK; }
 static CUresult base_cuMemFree_v2(uint64_t p) { in_ctx("cuMemFree"); handle_ok(p, "cuMemFree (stale pointer)"); OK; }
 CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { in_ctx("cuMemGetInfo"); *f = 70ull << 30; *t = 80ull << 30; OK; }
 static CUresult base_cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }

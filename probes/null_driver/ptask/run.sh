@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The per-thread stream's ask-the-owner mechanism against the null driver (review of b786a5a,
+# eleventh session): `ptask` (a use on a per-thread stream whose buffer was dropped, then a
+# device reset while the owner idles: later Device::synchronize calls must not wait the
+# reclaimer's patience) and `oom` (a thread whose allocation fails while the memory it needs
+# waits for an owner thread that waits for it: the allocation must succeed). Needs gcc.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${NULL_DRIVER_DIR:-/tmp/cuda-runtime-null-driver-ptask-$(printf %s "$here" | cksum | cut -d" " -f1)}
+mkdir -p "$out"
+gcc -shared -fPIC -O2 -o "$out/libcuda.so.1" "$here/../nulldrv.c" -Wl,-soname,libcuda.so.1 -lpthread
+ln -sf libcuda.so.1 "$out/libcuda.so"
+CARGO_TARGET_DIR="$out/target" cargo build --release --quiet --manifest-path "$here/Cargo.toml"
+echo "== ptask (reset while an ask is pending)"
+LD_LIBRARY_PATH="$out" "$out/target/release/ptask"
+echo "== oom (NULLDRV_MAX_ALLOCS=1)"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/oom"
