@@ -497,6 +497,11 @@ impl Queue {
         self.kind == QueueKind::Legacy
     }
 
+    /// Whether this is a thread's per-thread default stream.
+    pub(crate) fn is_per_thread(&self) -> bool {
+        self.kind == QueueKind::PerThread
+    }
+
     /// The raw stream handle (`0x1` / `0x2` for the default streams).
     #[inline]
     pub(crate) fn raw(&self) -> sys::CUstream {

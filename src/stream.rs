@@ -580,6 +580,15 @@ impl Drop for PerThreadQueues {
     }
 }
 
+/// Whether the calling thread still has its list of per-thread queues (not while the thread's
+/// thread-local storage is being torn down at its exit: a per-thread queue asked for then is
+/// a new one at every call).
+pub(crate) fn per_thread_queues_alive() -> bool {
+    PER_THREAD
+        .try_with(|v| v.try_borrow().is_ok())
+        .unwrap_or(false)
+}
+
 /// The calling thread's per-thread default stream's queue in the entered context.
 pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
     let (device, generation) = a.id();

@@ -499,6 +499,15 @@ fn begin(
         return Err(Error::InHostFunction { call });
     }
     let lane = stream.lane()?;
+    if lane.queue().is_per_thread() && !crate::stream::per_thread_queues_alive() {
+        // Every submission would resolve to a new queue, never the one this capture watches:
+        // the captured work would escape the capture's checks and keep-alive (review finding).
+        return Err(Error::NotCapturable {
+            call,
+            reason: "the per-thread default stream of a thread that is exiting (in a \
+                     thread-local destructor run after the crate's): capture it before",
+        });
+    }
     let (device, generation) = lane.a.id();
     let graph_id = match into {
         Some((g, _)) => {

@@ -41,6 +41,7 @@ crate::tests![
     a_graph_released_during_a_capture_does_not_hang_its_end,
     legacy_stream_capture_is_refused_and_the_per_thread_stream_captures,
     status_and_info_during_a_capture,
+    per_thread_capture_in_a_late_thread_local_destructor_is_refused,
 ];
 
 fn code(r: Result<impl std::fmt::Debug, Error>) -> ErrorCode {
@@ -870,4 +871,48 @@ fn status_and_info_during_a_capture() {
         cuda_runtime::graph::exchange_capture_mode(prev).unwrap(),
         CaptureMode::Relaxed
     );
+}
+
+/// A thread-local destructor that runs after the crate's own (its key was first used before any
+/// crate call, so it is torn down last) cannot capture the thread's per-thread stream: the
+/// crate's per-thread queues are gone, every submission would resolve to a new queue and escape
+/// the capture's checks and keep-alive (review finding). Work queued there still runs; a
+/// pageable copy into the buffer is then seen on the device.
+fn per_thread_capture_in_a_late_thread_local_destructor_is_refused() {
+    struct Late(mpsc::Sender<(Option<ErrorCode>, Vec<u32>, Vec<u32>)>);
+    impl Drop for Late {
+        fn drop(&mut self) {
+            let mut r = rng();
+            let s = Stream::per_thread().unwrap();
+            let host = random_u32(&mut r, 1000);
+            let mut b = DeviceBuffer::<u32>::new(host.len()).unwrap();
+            let begun = s.begin_capture(CaptureMode::ThreadLocal);
+            let refused = begun.as_ref().err().map(Error::code);
+            drop(begun);
+            b.copy_from_host(&host).unwrap();
+            let got = b.to_vec().unwrap();
+            let _ = self.0.send((refused, host, got));
+        }
+    }
+    thread_local! {
+        static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) };
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        LATE.with(|l| *l.borrow_mut() = Some(Late(tx)));
+        // The crate's thread-locals from here on: torn down before `LATE`.
+        let s = Stream::per_thread().unwrap();
+        let mut b = DeviceBuffer::<u32>::new(64).unwrap();
+        b.memset_u8_async(1, &s).unwrap();
+        s.synchronize().unwrap();
+    })
+    .join()
+    .unwrap();
+    let (refused, host, got) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        refused,
+        Some(ErrorCode::StreamCaptureUnsupported),
+        "capture begun"
+    );
+    assert_same("copy after the refused capture", &got, &host);
 }

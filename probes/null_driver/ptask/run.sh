@@ -3,7 +3,9 @@
 # eleventh session): `ptask` (a use on a per-thread stream whose buffer was dropped, then a
 # device reset while the owner idles: later Device::synchronize calls must not wait the
 # reclaimer's patience) and `oom` (a thread whose allocation fails while the memory it needs
-# waits for an owner thread that waits for it: the allocation must succeed). Needs gcc.
+# waits for an owner thread that waits for it: the allocation must succeed), and `tls` (a
+# capture begun on the per-thread stream in a thread-local destructor run after the crate's is
+# refused). Needs gcc.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${NULL_DRIVER_DIR:-/tmp/cuda-runtime-null-driver-ptask-$(printf %s "$here" | cksum | cut -d" " -f1)}
@@ -15,3 +17,5 @@ echo "== ptask (reset while an ask is pending)"
 LD_LIBRARY_PATH="$out" "$out/target/release/ptask"
 echo "== oom (NULLDRV_MAX_ALLOCS=1)"
 NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/oom"
+echo "== tls (capture of the per-thread stream in a late thread-local destructor)"
+LD_LIBRARY_PATH="$out" "$out/target/release/tls"
