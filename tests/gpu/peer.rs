@@ -1,7 +1,10 @@
 //! Two devices: peer access, peer copies, cross-device events. Ignored with fewer than two GPUs.
 
-use crate::common::{assert_close, assert_same, random_u32, rng};
-use cuda_runtime::{Device, DeviceBuffer, ErrorCode, Event, Stream, StreamFlags};
+use crate::common::{assert_close, assert_same, random_ints_f32, random_u32, rng, vadd_module};
+use cuda_runtime::graph::{Graph, MemsetValue};
+use cuda_runtime::{
+    kernel_args, Device, DeviceBuffer, Error, ErrorCode, Event, LaunchConfig, Stream, StreamFlags,
+};
 
 crate::tests![; two_gpus:
     peer_access_rules_and_copies,
@@ -10,7 +13,73 @@ crate::tests![; two_gpus:
     portable_mapped_memory_on_the_other_device,
     host_memory_of_one_device_used_by_the_other,
     reset_of_the_source_waits_for_peer_copies,
+    graph_nodes_refuse_another_devices_memory,
 ];
+
+/// A graph of device 0 refuses nodes over device 1's memory (a memset, a kernel argument), with
+/// an error naming both devices, before the driver sees them (a graph could not keep the other
+/// device's memory and its reset apart); the graph stays usable: a node over device 0's memory
+/// added after the refusals replays and matches the CPU.
+fn graph_nodes_refuse_another_devices_memory() {
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    let mut r = rng();
+    let n = r.usize(1000..5000);
+    let (ha, hb) = (random_ints_f32(&mut r, n), random_ints_f32(&mut r, n));
+    d1.set_current().unwrap();
+    let mut far = DeviceBuffer::from_slice(&hb).unwrap();
+    d0.set_current().unwrap();
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 256).unwrap();
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut c = DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    let mut g = Graph::new().unwrap();
+    let e = g
+        .add_memset_node(&[], &mut far, MemsetValue::U32(7))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceMismatch {
+                found: 1,
+                expected: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // SAFETY: vadd touches its three buffers below the smallest of their lengths.
+    let e =
+        unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &far, n, &mut c, n]) }
+            .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceMismatch {
+                found: 1,
+                expected: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(g.nodes().unwrap().len(), 0, "a refused node was added");
+    // SAFETY: as above.
+    unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }.unwrap();
+    let exec = g.instantiate().unwrap();
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let want: Vec<f32> = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+    assert_same(
+        "graph on device 0 after the refusals",
+        &c.to_vec().unwrap(),
+        &want,
+    );
+    // The other device's buffer is untouched.
+    assert_same("device 1's buffer", &far.to_vec().unwrap(), &hb);
+}
 
 /// A large peer copy out of device 1's memory, queued on device 0, then device 1 reset at once:
 /// the reset waits for device 0's copy before freeing the source.
