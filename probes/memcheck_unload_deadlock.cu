@@ -19,23 +19,42 @@
 // of the crate) is not yet narrowed down. The stall stays unexplained; the three tests pass
 // under memcheck alone and in every pair, with 0 errors.
 //
+// Second mode (`crate`, not yet run), closer to what the three tests do at once: a kernel of
+// another module spinning 20 ms at a time on a stream of its own; module load, launch,
+// synchronize and unload; arrays created and filled from the host on one thread and destroyed
+// on another (the crate destroys them on its reclaimer thread, and cuArrayDestroy waits for the
+// whole device); device allocations with copies. A stall: any thread without progress for 15 s.
+//
 // Build and run on the GPU machine:
 //   nvcc -O2 -arch=sm_90 probes/memcheck_unload_deadlock.cu -lcuda -o /tmp/mud
 //   /tmp/mud 5 && compute-sanitizer --tool memcheck /tmp/mud 30
-// Prints "mud ok <counts>" when all three threads kept going for the whole time, "mud stalled"
-// (exit 3) when none of them made progress for 10 s.
+//   /tmp/mud 5 crate && compute-sanitizer --tool memcheck /tmp/mud 40 crate
+// Prints "mud ok <counts>" when all threads kept going for the whole time, "mud stalled"
+// (exit 3) otherwise.
 #include <cuda.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 static const char *kPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry k(.param .u64 p) { .reg .b64 %r<2>; ld.param.u64 %r1, [p];"
     " cvta.to.global.u64 %r1, %r1; st.global.u64 [%r1], %r1; ret; }\n";
+
+// Spins for `ns` nanoseconds of the global timer.
+static const char *kSpinPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 ns) { .reg .b64 %n, %t0, %t1, %d; .reg .pred %p;"
+    " ld.param.u64 %n, [ns]; mov.u64 %t0, %globaltimer;"
+    " L: mov.u64 %t1, %globaltimer; sub.u64 %d, %t1, %t0; setp.lt.u64 %p, %d, %n; @%p bra L;"
+    " ret; }\n";
 
 #define CK(x)                                                                   \
   do {                                                                          \
@@ -48,6 +67,132 @@ static const char *kPtx =
     }                                                                           \
   } while (0)
 
+static int crate_mode(CUcontext ctx, int secs) {
+  std::atomic<bool> stop{false};
+  const int kThreads = 5;
+  std::atomic<long> n[kThreads] = {{0}, {0}, {0}, {0}, {0}};
+  const char *names[kThreads] = {"spins", "module loads", "arrays made", "arrays destroyed",
+                                 "allocations"};
+  std::mutex mu;
+  std::deque<CUarray> made;
+  std::vector<std::thread> t;
+  t.emplace_back([&] {  // a kernel of its own module spinning 20 ms at a time
+    CK(cuCtxSetCurrent(ctx));
+    CUmodule m;
+    CK(cuModuleLoadData(&m, kSpinPtx));
+    CUfunction f;
+    CK(cuModuleGetFunction(&f, m, "spin"));
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    unsigned long long ns = 20000000ull;
+    while (!stop) {
+      void *args[] = {&ns};
+      CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr));
+      CK(cuStreamSynchronize(s));
+      n[0]++;
+    }
+  });
+  t.emplace_back([&] {  // module load, launch, synchronize, unload
+    CK(cuCtxSetCurrent(ctx));
+    CUdeviceptr out;
+    CK(cuMemAlloc(&out, 8));
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    while (!stop) {
+      CUmodule m;
+      CK(cuModuleLoadData(&m, kPtx));
+      CUfunction f;
+      CK(cuModuleGetFunction(&f, m, "k"));
+      void *args[] = {&out};
+      CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr));
+      CK(cuStreamSynchronize(s));
+      CK(cuModuleUnload(m));
+      n[1]++;
+    }
+  });
+  t.emplace_back([&] {  // arrays made and filled from the host
+    CK(cuCtxSetCurrent(ctx));
+    std::vector<float> host(70 * 40, 1.5f);
+    while (!stop) {
+      CUDA_ARRAY3D_DESCRIPTOR d = {};
+      d.Width = 1 + n[2] % 70;
+      d.Height = 1 + n[2] % 40;
+      d.Format = CU_AD_FORMAT_FLOAT;
+      d.NumChannels = 1;
+      CUarray a;
+      CK(cuArray3DCreate(&a, &d));
+      CUDA_MEMCPY2D c = {};
+      c.srcMemoryType = CU_MEMORYTYPE_HOST;
+      c.srcHost = host.data();
+      c.srcPitch = d.Width * 4;
+      c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+      c.dstArray = a;
+      c.WidthInBytes = d.Width * 4;
+      c.Height = d.Height;
+      CK(cuMemcpy2D(&c));
+      {
+        std::lock_guard<std::mutex> l(mu);
+        made.push_back(a);
+      }
+      n[2]++;
+    }
+  });
+  t.emplace_back([&] {  // ... destroyed on another thread
+    CK(cuCtxSetCurrent(ctx));
+    while (!stop) {
+      CUarray a = nullptr;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        if (!made.empty()) {
+          a = made.front();
+          made.pop_front();
+        }
+      }
+      if (!a) {
+        usleep(100);
+        continue;
+      }
+      CK(cuArrayDestroy(a));
+      n[3]++;
+    }
+  });
+  t.emplace_back([&] {  // device allocations with copies
+    CK(cuCtxSetCurrent(ctx));
+    std::vector<char> host(1 << 20, 3);
+    while (!stop) {
+      CUdeviceptr p;
+      CK(cuMemAlloc(&p, host.size()));
+      CK(cuMemcpyHtoD(p, host.data(), host.size()));
+      CK(cuMemFree(p));
+      n[4]++;
+    }
+  });
+  long last[kThreads];
+  int still[kThreads];
+  for (int i = 0; i < kThreads; i++) last[i] = -1, still[i] = 0;
+  for (int s = 0; s < secs; s++) {
+    sleep(1);
+    for (int i = 0; i < kThreads; i++) {
+      long now = n[i];
+      still[i] = now == last[i] ? still[i] + 1 : 0;
+      last[i] = now;
+      if (still[i] >= 15) {
+        std::printf("mud stalled after %d s (crate mode): %s stuck at %ld;", s + 1, names[i], now);
+        for (int j = 0; j < kThreads; j++) std::printf(" %s %ld", names[j], (long)n[j]);
+        std::printf("\n");
+        std::fflush(stdout);
+        std::_Exit(3);
+      }
+    }
+  }
+  stop = true;
+  for (auto &x : t) x.join();
+  std::printf("mud ok (crate mode) in %d s:", secs);
+  for (int j = 0; j < kThreads; j++) std::printf(" %s %ld", names[j], (long)n[j]);
+  std::printf("\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int secs = argc > 1 ? std::atoi(argv[1]) : 20;
   CK(cuInit(0));
@@ -56,6 +201,7 @@ int main(int argc, char **argv) {
   CUcontext ctx;
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
+  if (argc > 2 && std::strcmp(argv[2], "crate") == 0) return crate_mode(ctx, secs);
   std::atomic<bool> stop{false};
   std::atomic<long> n[3] = {{0}, {0}, {0}};
   std::thread mod([&] {
