@@ -92,6 +92,7 @@ CUresult cuDevicePrimaryCtxReset_v2(int d) {
   __atomic_store_n(&resetting, 1, __ATOMIC_SEQ_CST);
   usleep(200);
   __atomic_fetch_add(&live_gen, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&live_allocs, 0, __ATOMIC_SEQ_CST);  // a reset frees every allocation
   __atomic_store_n(&resetting, 0, __ATOMIC_SEQ_CST);
   OK;
 }
@@ -105,7 +106,7 @@ CUresult cuCtxSetCurrent(void *c) {
 }
 CUresult cuCtxGetCurrent(void **c) { *c = (void *)(uintptr_t)(0xC000 + (cur_gen << 4)); OK; }
 CUresult cuCtxGetDevice(int *d) { *d = 0; OK; }
-static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); OK; }
+static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); const char *m = getenv("NULLDRV_CTXSYNC_MS"); if (m) usleep(1000 * atol(m)); OK; }
 CUresult cuCtxGetLimit(size_t *v, int l) { *v = 1024; OK; }
 CUresult cuCtxSetLimit(int l, size_t v) { OK; }
 CUresult cuCtxGetStreamPriorityRange(int *lo, int *hi) { *lo = 0; *hi = -5; OK; }

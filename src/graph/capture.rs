@@ -478,6 +478,13 @@ pub(crate) fn refuse_if_captured<'q>(
 // ---------------------------------------------------------------------------------------------
 // Begin and end.
 
+/// Why a per-thread stream cannot be captured in a thread-local destructor that runs after the
+/// crate's: its queues are gone, every submission would resolve to a new queue, and work would
+/// be captured without the capture's checks and keep-alive.
+const EXITING_PER_THREAD: &str = "the per-thread default stream of a thread that is exiting (in \
+                                  a thread-local destructor run after the crate's): capture it \
+                                  before";
+
 /// Begins a capture on `stream` (into `into`'s graph when given, after its nodes `deps`).
 fn begin(
     stream: &Stream,
@@ -504,8 +511,7 @@ fn begin(
         // the captured work would escape the capture's checks and keep-alive (review finding).
         return Err(Error::NotCapturable {
             call,
-            reason: "the per-thread default stream of a thread that is exiting (in a \
-                     thread-local destructor run after the crate's): capture it before",
+            reason: EXITING_PER_THREAD,
         });
     }
     let (device, generation) = lane.a.id();
@@ -1095,6 +1101,16 @@ pub(crate) fn join(lane: &Lane<'_>, capture: u64, event: sys::CUevent) -> Result
     let member = s.state.lock().queues.iter().any(|x| Arc::ptr_eq(x, q));
     if member {
         return lane.submit_capturable(CALL, &[], &mut || Ok(Vec::new()), wait);
+    }
+    if q.is_per_thread() && !crate::stream::per_thread_queues_alive() {
+        // As in `begin`: the per-thread stream would join on a queue no later submission
+        // resolves to (review finding: work captured behind the crate's back).
+        let e = Error::NotCapturable {
+            call: CALL,
+            reason: EXITING_PER_THREAD,
+        };
+        s.poison(CALL, &e);
+        return Err(e);
     }
     let w = q.watch_exclusive();
     let r = (|| {

@@ -874,7 +874,8 @@ fn status_and_info_during_a_capture() {
 }
 
 /// A thread-local destructor that runs after the crate's own (its key was first used before any
-/// crate call, so it is torn down last) cannot capture the thread's per-thread stream: the
+/// crate call, so it is torn down last) cannot capture the thread's per-thread stream, nor
+/// have it join another stream's capture (which then fails at its end): the
 /// crate's per-thread queues are gone, every submission would resolve to a new queue and escape
 /// the capture's checks and keep-alive (review finding). Work queued there still runs; a
 /// pageable copy into the buffer is then seen on the device.
@@ -887,8 +888,18 @@ fn per_thread_capture_in_a_late_thread_local_destructor_is_refused() {
             let host = random_u32(&mut r, 1000);
             let mut b = DeviceBuffer::<u32>::new(host.len()).unwrap();
             let begun = s.begin_capture(CaptureMode::ThreadLocal);
-            let refused = begun.as_ref().err().map(Error::code);
+            let mut refused = begun.as_ref().err().map(Error::code);
             drop(begun);
+            // Nor can it join another stream's capture (the same hole through a fork).
+            let other = Stream::new().unwrap();
+            let cap = other.begin_capture(CaptureMode::ThreadLocal).unwrap();
+            let e = Event::new().unwrap();
+            e.record(&other).unwrap();
+            let joined = s.wait_event(&e).err().map(|e| e.code());
+            let ended = cap.end().is_ok();
+            if joined != refused || ended {
+                refused = None;
+            }
             b.copy_from_host(&host).unwrap();
             let got = b.to_vec().unwrap();
             let _ = self.0.send((refused, host, got));
