@@ -422,7 +422,9 @@ impl Stream {
     /// # Errors
     /// [`Error::CapturedEvent`] for an event last recorded in a capture that has ended; the
     /// runtime's `cudaErrorStreamCaptureIsolation` when this stream is capturing and the event
-    /// was recorded outside the capture.
+    /// was recorded outside the capture; [`Error::NotCapturable`] (and the capture's end fails)
+    /// when the per-thread default stream would join a capture from a thread-local destructor
+    /// that runs after the crate's own.
     #[doc(alias = "cudaStreamWaitEvent")]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         record((|| {

@@ -873,8 +873,10 @@ impl Stream {
     /// and reported.
     ///
     /// # Errors
-    /// [`Error::NotCapturable`] on the legacy default stream; the runtime's error when the
-    /// stream is already capturing (`cudaErrorIllegalState`) or the capture cannot begin.
+    /// [`Error::NotCapturable`] on the legacy default stream, and on the per-thread default
+    /// stream from a thread-local destructor that runs after the crate's own (at thread exit:
+    /// the crate no longer tracks that stream there); the runtime's error when the stream is
+    /// already capturing (`cudaErrorIllegalState`) or the capture cannot begin.
     #[doc(alias = "cudaStreamBeginCapture")]
     pub fn begin_capture(&self, mode: CaptureMode) -> Result<Capture<'_>> {
         record((|| {
