@@ -985,9 +985,13 @@ fn main() {
         .unwrap_or(3);
     let dev = Device::current().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    // Buffers handed from one worker to another, used on the first one's per-thread stream and
+    // dropped by the second (the per-thread stream's uses waited for from another thread).
+    let handoff: Arc<std::sync::Mutex<Vec<DeviceBuffer<u32>>>> = Arc::default();
     let workers: Vec<_> = (0..6)
         .map(|t| {
             let stop = stop.clone();
+            let handoff = handoff.clone();
             std::thread::spawn(move || {
                 let mut r = fastrand::Rng::with_seed(t);
                 let mut kept_streams: Vec<Stream> = Vec::new();
@@ -1003,7 +1007,28 @@ fn main() {
                         continue;
                     };
                     for _ in 0..20 {
-                        match r.u32(0..6) {
+                        match r.u32(0..9) {
+                            6 => {
+                                // Used on this thread's per-thread stream, then handed over.
+                                if let Some(mut b) = kept.pop() {
+                                    if let Ok(pt) = Stream::per_thread() {
+                                        let _ = b.fill_async(5, &pt);
+                                    }
+                                    handoff.lock().unwrap().push(b);
+                                }
+                            }
+                            7 => {
+                                // Another worker's buffer dropped here.
+                                let b = handoff.lock().unwrap().pop();
+                                drop(b);
+                            }
+                            8 => {
+                                if r.u32(0..4) == 0 {
+                                    if let Ok(pt) = Stream::per_thread() {
+                                        let _ = pt.synchronize();
+                                    }
+                                }
+                            }
                             0 => {
                                 if let Ok(b) = DeviceBuffer::<u32>::new_async(1024, &s) {
                                     kept.push(b);
@@ -1090,6 +1115,7 @@ fn main() {
         }
     }
     stop.store(true, Ordering::Relaxed);
+    drop(std::mem::take(&mut *handoff.lock().unwrap()));
     let ops: u64 = workers
         .into_iter()
         .map(|w| w.join().expect("a worker panicked"))
