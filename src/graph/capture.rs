@@ -485,6 +485,18 @@ const EXITING_PER_THREAD: &str = "the per-thread default stream of a thread that
                                   a thread-local destructor run after the crate's): capture it \
                                   before";
 
+/// Refuses to capture `q` when it is the per-thread stream of a thread whose per-thread queues
+/// are gone (see [`EXITING_PER_THREAD`]): for a capture's begin and a join.
+fn refuse_exiting_per_thread(q: &Queue, call: &'static str) -> Result<()> {
+    if q.is_per_thread() && !crate::stream::per_thread_queues_alive() {
+        return Err(Error::NotCapturable {
+            call,
+            reason: EXITING_PER_THREAD,
+        });
+    }
+    Ok(())
+}
+
 /// Begins a capture on `stream` (into `into`'s graph when given, after its nodes `deps`).
 fn begin(
     stream: &Stream,
@@ -506,14 +518,7 @@ fn begin(
         return Err(Error::InHostFunction { call });
     }
     let lane = stream.lane()?;
-    if lane.queue().is_per_thread() && !crate::stream::per_thread_queues_alive() {
-        // Every submission would resolve to a new queue, never the one this capture watches:
-        // the captured work would escape the capture's checks and keep-alive (review finding).
-        return Err(Error::NotCapturable {
-            call,
-            reason: EXITING_PER_THREAD,
-        });
-    }
+    refuse_exiting_per_thread(lane.queue(), call)?;
     let (device, generation) = lane.a.id();
     let graph_id = match into {
         Some((g, _)) => {
@@ -1104,13 +1109,7 @@ pub(crate) fn join(lane: &Lane<'_>, capture: u64, event: sys::CUevent) -> Result
     if member {
         return lane.submit_capturable(CALL, &[], &mut || Ok(Vec::new()), wait);
     }
-    if q.is_per_thread() && !crate::stream::per_thread_queues_alive() {
-        // As in `begin`: the per-thread stream would join on a queue no later submission
-        // resolves to (review finding: work captured behind the crate's back).
-        let e = Error::NotCapturable {
-            call: CALL,
-            reason: EXITING_PER_THREAD,
-        };
+    if let Err(e) = refuse_exiting_per_thread(q, CALL) {
         s.poison(CALL, &e);
         return Err(e);
     }

@@ -5,19 +5,7 @@ use cuda_runtime::{Device, DeviceBuffer, Stream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-extern "C" {
-    fn dlopen(n: *const std::ffi::c_char, f: i32) -> *mut std::ffi::c_void;
-    fn dlsym(h: *mut std::ffi::c_void, s: *const std::ffi::c_char) -> *mut std::ffi::c_void;
-}
-fn violations() -> u64 {
-    unsafe {
-        let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
-        let sym = std::ffi::CString::new("nulldrv_violations").unwrap();
-        let f = dlsym(dlopen(lib.as_ptr(), 2 | 4), sym.as_ptr());
-        let f: extern "C" fn() -> u64 = std::mem::transmute(f);
-        f()
-    }
-}
+use ptask::violations;
 fn main() {
     let dev = Device::current().unwrap();
     let v0 = violations();

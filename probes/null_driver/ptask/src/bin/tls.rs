@@ -4,21 +4,7 @@
 use cuda_runtime::graph::CaptureMode;
 use cuda_runtime::{Device, DeviceBuffer, Stream};
 
-fn violations() -> u64 {
-    unsafe {
-        let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
-        let sym = std::ffi::CString::new("nulldrv_violations").unwrap();
-        let h = libc_dlopen(lib.as_ptr());
-        let f = dlsym(h, sym.as_ptr());
-        let f: extern "C" fn() -> u64 = std::mem::transmute(f);
-        f()
-    }
-}
-extern "C" {
-    fn dlopen(n: *const std::ffi::c_char, f: i32) -> *mut std::ffi::c_void;
-    fn dlsym(h: *mut std::ffi::c_void, s: *const std::ffi::c_char) -> *mut std::ffi::c_void;
-}
-unsafe fn libc_dlopen(n: *const std::ffi::c_char) -> *mut std::ffi::c_void { dlopen(n, 2 | 4) }
+use ptask::violations;
 
 struct Later;
 impl Drop for Later {
