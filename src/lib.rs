@@ -57,16 +57,21 @@
 //! * **Fences, recorded lazily.** Waiting for a use means waiting for an event (without timing,
 //!   about 0.2 us to record in an idle stream on the H200) recorded after it. Such a fence is
 //!   recorded right after the submission only when the CPU may need to wait for exactly that
-//!   point (the work uses page-locked, mapped or managed memory) or when nobody else could
-//!   record it later (the per-thread stream, which only its own thread can name: a launch there
-//!   that uses memory costs about 1.17x the raw launch on the H200 pair); otherwise only when
-//!   someone first needs to wait (a drop, a CPU view, another stream ordered after an
-//!   allocation). A kernel launch on a created or legacy stream records nothing: it costs a
-//!   lock and a few stores over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use
-//!   waits for its fence, from any thread, whatever kind of stream it was on. A fence's event is
-//!   kept for the next fence of its device once no one holds the fence (up to 32 spare events
-//!   per device), so a fenced submission costs one event record, not a create, a record and a
-//!   destroy.
+//!   point (the work uses page-locked, mapped or managed memory); otherwise only when someone
+//!   first needs to wait (a drop, a CPU view, another stream ordered after an allocation). A
+//!   per-thread stream can be named only by its own thread: another thread that needs a fence
+//!   there asks the owner, whose next submission on it records one first (a relaxed load per
+//!   submission); a synchronize of that stream or of the device, or the thread's exit, also
+//!   completes the work. Until then memory dropped after such a use is kept. Nothing is ever
+//!   recorded in another stream on the owner's behalf (an event in the legacy stream would hold
+//!   back every blocking stream, and could hang a valid program). Memory dropped with a wait on
+//!   the dropping thread (IPC, external) is fenced at every submission, like host memory.
+//!   A kernel launch on a created, legacy or per-thread stream records nothing: it
+//!   costs a lock and a few stores
+//!   over the raw `cuLaunchKernel` (see the benchmarks). A wait for a use waits for its fence,
+//!   from any thread, whatever kind of stream it was on. A fence's event is kept for the next
+//!   fence of its device once no one holds the fence (up to 32 spare events per device), so a fenced
+//!   submission costs one event record, not a create, a record and a destroy.
 //! * **Drops do not wait for unrelated work.** Device memory is freed once its own uses are
 //!   done: at once when none is pending; otherwise a background thread (the reclaimer) frees it
 //!   when their fences complete. The free is `cuMemFreeAsync`, in the allocation's own stream

@@ -17,21 +17,24 @@
 //!   an event with timing costs 1.4 us) recorded in the queue after the submission. Fences are
 //!   recorded only where needed:
 //!   - eagerly, right after the submission, when it uses memory the CPU can reach (page-locked,
-//!     mapped, managed: a CPU view waits for exactly that point), or when the queue is a
-//!     per-thread stream (only its own thread can record in it later);
+//!     mapped, managed: a CPU view waits for exactly that point);
 //!   - otherwise when someone first needs to wait (a drop, a CPU view, ordering another queue
 //!     after a stream-ordered allocation): then the fence covers the queue up to that moment.
 //!
-//!   The eager fence is the price of the per-thread stream: a launch there that uses memory
-//!   costs a launch, an event record right behind it and the fence bookkeeping (1.17x the raw
-//!   launch on the H200 pair, the runtime bench's `per-thread stream` figure, ninth session),
-//!   where libcudart, which tracks nothing, pays only the launch. Launches there with scalar
-//!   arguments only record nothing. Work that is submitted often is best put on a created
-//!   stream.
+//!   A per-thread stream can be named only by its own thread (its handle `0x2` names the
+//!   calling thread's), so another thread that needs a fence there (the reclaimer, for a buffer
+//!   dropped after a launch on it) *asks* the owner: it raises a flag that the owner's next
+//!   submission on that stream reads (one relaxed load per submission) and answers by
+//!   recording a fence before that submission's work. Until then the memory is not freed; a
+//!   synchronize of the owner's stream or of the device, or the owner's exit, completes the
+//!   work without any fence. Nothing is ever recorded in another stream on the owner's behalf
+//!   (a record in the legacy stream would make later work of every blocking stream wait, and
+//!   could hang a valid program: tenth session). Memory that blocking waits are made for
+//!   (host-reachable, IPC, external) is fenced at every submission, also here.
 //!
-//!   Plain kernel launches on created or legacy streams record nothing, so the launch path
-//!   costs a lock and a few stores over the raw `cuLaunchKernel`, and launches that use no
-//!   memory (or copies without tracked memory) none at all.
+//!   Plain kernel launches on created, legacy or per-thread streams record nothing, so the
+//!   launch path costs a lock and a few stores over the raw `cuLaunchKernel`, and launches
+//!   that use no memory (or copies without tracked memory) none at all.
 //! * **Waiting for a use** waits for its fence with `cuEventSynchronize`, from any thread, in the
 //!   fence's context; the queue remembers how far it is known to be complete.
 //! * **Drops never wait.** Memory that work may still use, and every `cuMemFree` (which, as
@@ -71,7 +74,7 @@
 //!   it); a nested entry takes the lock recursively (its writer may be waiting for it).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -168,6 +171,20 @@ struct QState {
     done: u64,
     /// Recorded fences, in increasing `seq`.
     fences: VecDeque<Fence>,
+    /// For a per-thread queue: another thread waits for its owner to record a fence (see
+    /// [`Queue::fence_for`]).
+    asked: bool,
+}
+
+/// What [`Queue::fence_for`] found.
+enum Found {
+    /// The submission is known complete (or nothing is left to wait for).
+    Done,
+    /// A fence that completes after it.
+    Fence(Fence),
+    /// A submission of another thread's per-thread stream without a fence yet: its owner has
+    /// been asked to record one (polled again later).
+    Asked,
 }
 
 /// What a queue is.
@@ -202,6 +219,12 @@ pub(crate) struct Queue {
     /// Held shared by submissions on a watched queue, exclusively by a capture's begin, joins
     /// and end.
     capture_lock: RwLock<()>,
+    /// For a per-thread queue: another thread asks the owner to record a fence at its next
+    /// submission there.
+    wanted: AtomicBool,
+    /// Every submission with uses is fenced at once: a per-thread queue made while its thread
+    /// exits (never drained, and nobody left to answer an ask).
+    eager: bool,
 }
 
 /// A submission's hold on a queue against a capture beginning or ending meanwhile (see the
@@ -350,6 +373,8 @@ impl Queue {
             state: Mutex::new(QState::default()),
             watch: AtomicU32::new(0),
             capture_lock: RwLock::new(()),
+            wanted: AtomicBool::new(false),
+            eager: false,
         }
     }
 
@@ -361,7 +386,21 @@ impl Queue {
         generation: u64,
         kind: QueueKind,
     ) -> Arc<Queue> {
-        let q = Arc::new(Queue::new(raw, device, generation, kind));
+        Queue::new_registered_with(raw, device, generation, kind, false)
+    }
+
+    /// As [`new_registered`](Self::new_registered); `eager`: every submission with uses is
+    /// fenced at once (see [`Queue::eager`]).
+    pub(crate) fn new_registered_with(
+        raw: sys::CUstream,
+        device: i32,
+        generation: u64,
+        kind: QueueKind,
+        eager: bool,
+    ) -> Arc<Queue> {
+        let mut q = Queue::new(raw, device, generation, kind);
+        q.eager = eager;
+        let q = Arc::new(q);
         let mut r = registry().lock();
         if r.0.len() >= r.1 {
             r.0.retain(|w| w.strong_count() > 0);
@@ -527,6 +566,14 @@ impl Queue {
     /// Records a fence after everything queued so far. `a` is this queue's context, current;
     /// the caller holds the state lock and may address the queue.
     fn record_fence(&self, a: &Active, st: &mut QState) -> Result<Fence> {
+        if !self.addressable() {
+            // Never reached: another thread's per-thread stream is asked, not recorded in.
+            return Err(Error::InvalidValue {
+                what: "a fence in another thread's per-thread stream",
+                value: format!("submission {}", self.seq()),
+                reason: "only the owner thread can record there (internal error)",
+            });
+        }
         // Never in the legacy stream while a crate capture of a stream it synchronises with is
         // open: the record would depend on the capture and invalidate it (held until recorded).
         let _quiet = match self.kind {
@@ -536,6 +583,7 @@ impl Queue {
             )?),
             _ => None,
         };
+        let stream = self.raw();
         let ev = match take_spare_fence(self.device, self.generation) {
             Some(ev) => ev.0,
             None => {
@@ -558,17 +606,14 @@ impl Queue {
         // before it took its number (`Lane::submit`, `note_alloc`), so before the record.
         let seq = self.seq();
         // SAFETY: live event and stream of the current context.
-        a.check(
-            unsafe { sys::cuEventRecord(ev, self.raw()) },
-            "cuEventRecord",
-        )?;
+        a.check(unsafe { sys::cuEventRecord(ev, stream) }, "cuEventRecord")?;
         let f = Fence { seq, event };
         // Completed fences are dropped from the front; past the cap the oldest go too (a wait
         // for an early point then uses a later fence: it waits longer, never less). The fences
-        // of a queue are recorded in its one stream in order, so the completion of one implies
-        // that of every earlier one: a query of the middle fence, once there are 16, clears the
-        // older half at once (a query per 8 records on a queue fenced at every submission,
-        // the per-thread stream's, instead of one per record).
+        // of a queue are recorded in order after the queue's work, so the completion of one
+        // implies that of every earlier one: a query of the middle fence, once there are 16,
+        // clears the older half at once (a query per 8 records on a queue fenced at every
+        // submission, one using host memory, instead of one per record).
         if st.fences.len() >= 16 {
             let mid = st.fences.len() / 2;
             let probe = &st.fences[mid];
@@ -585,20 +630,43 @@ impl Queue {
             st.fences.pop_front();
         }
         st.fences.push_back(f.clone());
+        // Covers every submission numbered so far, so whatever another thread asked for.
+        if std::mem::take(&mut st.asked) {
+            self.wanted.store(false, Ordering::SeqCst);
+        }
         Ok(f)
     }
 
-    /// A fence that completes after submission `seq`, recording one if none does yet and the
-    /// calling thread can. `Ok(None)`: `seq` is known complete, or the context is gone, or the
-    /// queue is being captured (nothing to wait for outside the graph).
-    fn fence_for(&self, seq: u64) -> Result<Option<Fence>> {
+    /// For the owner of a per-thread queue, at a submission: records the fence another thread
+    /// asked for (see [`fence_for`](Self::fence_for)). `a`: the queue's context, current.
+    #[cold]
+    fn serve(&self, a: &Active) {
+        let mut st = self.state.lock();
+        if !st.asked || self.capturing(a) {
+            return;
+        }
+        if let Err(e) = relaxed(|| self.record_fence(a, &mut st)) {
+            // The waiter keeps asking; the error is the device's to report.
+            a.dev.defer("recording a fence another thread asked for", e);
+        }
+    }
+
+    /// A fence that completes after submission `seq`, recording one if none does yet.
+    /// `Found::Done`: `seq` is known complete, or the context is gone, or the queue is being
+    /// captured (nothing to wait for outside the graph).
+    ///
+    /// Another thread's per-thread stream cannot be named here (its handle names the calling
+    /// thread's): a waiter that can wait (`poll`) asks the owner to record a fence before its
+    /// next submission there and gets `Found::Asked` until it has; one that cannot gets an
+    /// error (never: memory that blocking waits are made for is fenced at every submission).
+    fn fence_for(&self, seq: u64, poll: bool) -> Result<Found> {
         {
             let st = self.state.lock();
             if st.done >= seq {
-                return Ok(None);
+                return Ok(Found::Done);
             }
             if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
-                return Ok(Some(f.clone()));
+                return Ok(Found::Fence(f.clone()));
             }
         }
         if context::in_host_fn() {
@@ -608,27 +676,36 @@ impl Queue {
             });
         }
         if !self.addressable() {
-            // Never reached: uses of per-thread streams are fenced when queued.
-            return Err(Error::InvalidValue {
-                what: "a use of memory on another thread's per-thread stream",
-                value: format!("submission {seq}"),
-                reason: "it has no fence (internal error)",
-            });
+            // No driver call: the owner records the fence (its exit, a synchronize of its
+            // stream or of the device complete the work without one).
+            if !poll {
+                return Err(never_asked(seq));
+            }
+            let mut st = self.state.lock();
+            if st.done >= seq {
+                return Ok(Found::Done);
+            }
+            if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
+                return Ok(Found::Fence(f.clone()));
+            }
+            st.asked = true;
+            self.wanted.store(true, Ordering::SeqCst);
+            return Ok(Found::Asked);
         }
         let Some(a) = context::enter_live(self.device, self.generation)? else {
-            return Ok(None);
+            return Ok(Found::Done);
         };
         let mut st = self.state.lock();
         if st.done >= seq {
-            return Ok(None);
+            return Ok(Found::Done);
         }
         if let Some(f) = st.fences.iter().find(|f| f.seq >= seq) {
-            return Ok(Some(f.clone()));
+            return Ok(Found::Fence(f.clone()));
         }
         if self.capturing(&a) {
-            return Ok(None);
+            return Ok(Found::Done);
         }
-        relaxed(|| self.record_fence(&a, &mut st)).map(Some)
+        relaxed(|| self.record_fence(&a, &mut st)).map(Found::Fence)
     }
 
     /// Marks everything up to `seq` complete and drops the fences it covers.
@@ -645,8 +722,10 @@ impl Queue {
 
     /// Blocks until submission `seq` is complete, whatever thread asks.
     pub(crate) fn wait(&self, seq: u64) -> Result<()> {
-        let Some(f) = self.fence_for(seq)? else {
-            return Ok(());
+        let f = match self.fence_for(seq, false)? {
+            Found::Done => return Ok(()),
+            Found::Fence(f) => f,
+            Found::Asked => return Err(never_asked(seq)),
         };
         let Some(a) = context::enter_live(self.device, self.generation)? else {
             return Ok(());
@@ -665,9 +744,10 @@ impl Queue {
     /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
     /// when the calling thread can record one.
     fn is_done(&self, seq: u64) -> Result<bool> {
-        let f = match self.fence_for(seq) {
-            Ok(None) => return Ok(true),
-            Ok(Some(f)) => f,
+        let f = match self.fence_for(seq, true) {
+            Ok(Found::Done) => return Ok(true),
+            Ok(Found::Fence(f)) => f,
+            Ok(Found::Asked) => return Ok(false),
             // A legacy-stream fence cannot be recorded during a capture (`record_fence`): not
             // done yet, asked again later.
             Err(e) if e.code() == crate::ErrorCode::StreamCaptureImplicit => return Ok(false),
@@ -1061,8 +1141,13 @@ impl<'q> Lane<'q> {
         entry: &mut Entry<'_>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
+        let q = self.queue();
+        if q.kind == QueueKind::PerThread && q.wanted.load(Ordering::Relaxed) {
+            // Another thread waits for a use queued here: its fence goes in before this
+            // submission's work, right behind what was asked for.
+            q.serve(&self.a);
+        }
         if uses.is_empty() {
-            let q = self.queue();
             let r = op(&self.a, q.raw());
             if q.kind == QueueKind::PerThread {
                 // Numbered all the same: the thread's exit waits for every submission up to
@@ -1073,24 +1158,25 @@ impl<'q> Lane<'q> {
             }
             return r;
         }
-        let q = self.queue();
         let mut keeps = Vec::new();
         let mut host = false;
         for u in uses {
             if let Some(k) = u.alloc.admit(u, &self.a, q, call)? {
                 keeps.push(k);
             }
-            host |= u.alloc.host.is_some();
+            // Fenced at once: memory the CPU can reach (a CPU view waits for exactly that
+            // point), and memory whose drop waits on the dropping thread (IPC, external).
+            host |= u.alloc.host.is_some() || u.alloc.ipc || u.alloc.external.is_some();
         }
+        host |= q.eager;
         let r = op(&self.a, q.raw());
         // The point is taken after the work is queued: a fence labelled with a number is always
         // recorded after every submission numbered up to it (see `record_fence`). Noted even
         // when `op` failed: part of the work may be queued. No lock is held while `op` runs, so
         // a submission that blocks (a synchronous copy) never holds up other threads.
-        let fenced = if host || q.kind == QueueKind::PerThread {
+        let fenced = if host {
             // Numbered, noted and fenced under the queue's lock: a CPU view that sees the use
-            // finds its fence (it does not record one of its own meanwhile). (A per-thread
-            // stream is fenced at every submission: only its own thread can record there.)
+            // finds its fence (it does not record one of its own meanwhile).
             let mut st = q.state.lock();
             let seq = q.next_seq();
             for u in uses {
@@ -1108,7 +1194,8 @@ impl<'q> Lane<'q> {
             // of the eight atomic read-modify-writes of a 4-argument launch: measured against
             // the null driver, tenth session.) The entry leaves the queue in the same
             // operation: a capture's begin that goes ahead then reads this number in its fence,
-            // and the uses noted after it are covered by that fence.
+            // and the uses noted after it are covered by that fence. (On a per-thread stream
+            // only its own thread can begin a capture, and it is here.)
             let seq = entry.number(q);
             for u in uses {
                 u.alloc.uses.note(q, seq, u.write);
@@ -1133,9 +1220,10 @@ impl<'q> Lane<'q> {
 /// A fence of submission `seq` of `queue` for ordering other queues after it: `Ok(None)` when it
 /// is known complete.
 pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEvent>>> {
-    match queue.fence_for(seq)? {
-        None => Ok(None),
-        Some(f) => {
+    match queue.fence_for(seq, false)? {
+        Found::Done => Ok(None),
+        Found::Asked => Err(never_asked(seq)),
+        Found::Fence(f) => {
             let Ok(_pin) = context::pin(queue.device, queue.generation, "queue") else {
                 return Ok(None);
             };
@@ -1146,6 +1234,17 @@ pub(crate) fn order_fence(queue: &Queue, seq: u64) -> Result<Option<Arc<FenceEve
             }
             Ok(Some(f.event))
         }
+    }
+}
+
+/// A blocking wait for a use of another thread's per-thread stream without a fence (never: the
+/// memory blocking waits are made for is fenced at every submission).
+#[cold]
+fn never_asked(seq: u64) -> Error {
+    Error::InvalidValue {
+        what: "a wait for another thread's per-thread stream",
+        value: format!("submission {seq}"),
+        reason: "no fence was recorded for it (internal error)",
     }
 }
 
@@ -1174,6 +1273,30 @@ fn device_idle(device: i32, generation: u64) -> bool {
         .collect();
     // (Dropped after the registry's lock: the last handle of a queue destroys its stream.)
     queues.iter().all(|q| q.idle(&a))
+}
+
+/// The point of every queue of the entered context `a` (before a `cuCtxSynchronize`).
+pub(crate) fn marks(a: &Active) -> Vec<(Arc<Queue>, u64)> {
+    let (device, generation) = a.id();
+    registry()
+        .lock()
+        .0
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|q| q.device == device && q.generation == generation)
+        .map(|q| {
+            let m = q.mark();
+            (q, m)
+        })
+        .collect()
+}
+
+/// After a `cuCtxSynchronize` begun after `marks` were taken: each queue is complete up to its
+/// mark. (Dropped after the registry's lock: the last handle of a queue destroys its stream.)
+pub(crate) fn all_synchronized(marks: Vec<(Arc<Queue>, u64)>) {
+    for (q, m) in &marks {
+        q.synchronized(*m);
+    }
 }
 
 /// The point in `queue` of a stream-ordered allocation just queued there (other queues are
@@ -1728,5 +1851,43 @@ mod tests {
         assert_eq!((q.inflight(), q.seq()), (0, 1));
         assert_eq!(ENTRIES.with(|n| n.get()), before);
         assert_eq!(q.next_seq(), 2);
+    }
+
+    #[test]
+    fn another_thread_asks_the_owner_of_a_per_thread_queue_for_its_fence() {
+        let q = queue(QueueKind::PerThread);
+        let mut m = Uses::default();
+        let seq = submit(&q, &[(&m, true)]);
+        // Launches there record nothing; a poll from another thread (the reclaimer's) asks
+        // the owner, however long it waits, and never counts the use done; a blocking wait
+        // from there is refused (never made: such memory is fenced at every submission).
+        let q2 = q.clone();
+        let polls = std::thread::spawn(move || {
+            let first = matches!(q2.fence_for(seq, true), Ok(Found::Asked));
+            std::thread::sleep(Duration::from_millis(20));
+            [
+                first,
+                matches!(q2.fence_for(seq, true), Ok(Found::Asked)),
+                matches!(q2.is_done(seq), Ok(false)),
+                q2.fence_for(seq, false).is_err(),
+            ]
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            polls, [true; 4],
+            "polls wait for the owner, blocking waits are refused"
+        );
+        assert!(q.wanted.load(Ordering::SeqCst), "the owner was asked");
+        assert!(q.state.lock().asked);
+        // Once the owner knows the work done (its synchronize, the device's, its exit), no
+        // fence is needed.
+        q.completed(seq);
+        let q3 = q.clone();
+        let done = std::thread::spawn(move || matches!(q3.fence_for(seq, true), Ok(Found::Done)))
+            .join()
+            .unwrap();
+        assert!(done);
+        assert_eq!(m.take_points().len(), 0);
     }
 }

@@ -196,10 +196,12 @@ impl Stream {
     /// The calling thread's per-thread default stream of the current device
     /// (`cudaStreamPerThread`). Only for use on the thread that asked for it.
     ///
-    /// Each submission here that uses memory also records an event (only this thread can name
-    /// this stream, so the point another thread may wait for is recorded at once: see the
-    /// `queue` mechanism in the crate docs): a launch there costs about 1.17x the raw one; for
-    /// work submitted often, a created [`Stream::new`] costs what the raw driver call does.
+    /// Submissions here cost what they cost on a created stream. Only this thread can name
+    /// this stream, so another thread that must wait for work queued here (the crate's
+    /// reclaimer, for memory dropped while a launch here still uses it) asks this thread to
+    /// record a fence, which its next submission here does first; until then, or until this
+    /// stream or the device is synchronized or the thread exits, such memory is kept (see "How
+    /// queued work is tracked" in the crate docs).
     #[doc(alias = "cudaStreamPerThread")]
     pub fn per_thread() -> Result<Stream> {
         record(special(Kind::PerThread))
@@ -594,11 +596,19 @@ pub(crate) fn per_thread_queues_alive() -> bool {
 /// The calling thread's per-thread default stream's queue in the entered context.
 pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
     let (device, generation) = a.id();
-    let make = || Queue::new_registered(per_thread_raw(), device, generation, QueueKind::PerThread);
+    let make = |eager| {
+        Queue::new_registered_with(
+            per_thread_raw(),
+            device,
+            generation,
+            QueueKind::PerThread,
+            eager,
+        )
+    };
     PER_THREAD
         .try_with(|v| {
             let Ok(mut v) = v.try_borrow_mut() else {
-                return make();
+                return make(true);
             };
             if let Some(q) =
                 v.0.iter()
@@ -607,12 +617,13 @@ pub(crate) fn per_thread_queue(a: &Active) -> Arc<Queue> {
                 return q.clone();
             }
             v.0.retain(|q| q.device != device);
-            let q = make();
+            let q = make(false);
             v.0.push(q.clone());
             q
         })
-        // Called from a thread-local destructor: a queue of its own (its uses are fenced).
-        .unwrap_or_else(|_| make())
+        // Called from a thread-local destructor: a queue of its own, never drained and with
+        // nobody left to answer an ask, so fenced at every submission with uses.
+        .unwrap_or_else(|_| make(true))
 }
 
 /// The queue of "stream 0" of the entered context under the process's mode.

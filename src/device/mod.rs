@@ -376,8 +376,12 @@ impl Device {
         let before = crate::queue::buried();
         {
             let a = context::enter(self.ordinal)?;
+            // Every queue's point before the wait is complete after it: uses on other threads'
+            // per-thread streams then need no fence (their owners need not answer).
+            let marks = crate::queue::marks(&a);
             // SAFETY: the context is current.
             a.check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+            crate::queue::all_synchronized(marks);
         }
         // Every use is complete now: memory dropped earlier goes back to the driver before
         // this returns (bounded: a free stuck behind another thread's new work is left to the
