@@ -771,6 +771,12 @@ pub(crate) fn is_live(ordinal: i32, generation: u64) -> bool {
     device_state(ordinal).is_ok_and(|d| d.ctx.read_recursive().is(generation))
 }
 
+/// Whether the context generation `generation` of device `ordinal` was reset (`false` for a
+/// device this process does not know: no context of it was ever made, so none was reset).
+pub(crate) fn was_reset(ordinal: i32, generation: u64) -> bool {
+    device_state(ordinal).is_ok_and(|d| !d.ctx.read_recursive().is(generation))
+}
+
 /// Releases driver state of a handle from `Drop`: runs `f` in the handle's context if that
 /// context is still live (after a reset there is nothing to release), defers it when called
 /// inside a host function, and records any error as the device's deferred error.

@@ -77,8 +77,10 @@
 //!   when their fences complete. The free is `cuMemFreeAsync`, in the allocation's own stream
 //!   or in a non-blocking stream of the crate's: `cuMemFree` waits for the whole device, and
 //!   meanwhile blocks every other thread's `cuMemAlloc` (measured on driver 580). An allocation
-//!   that fails for lack of memory lets pending frees finish and tries once more;
-//!   [`Device::synchronize`] returns the memory of dropped buffers before it returns.
+//!   that fails for lack of memory lets pending frees finish (completing, as a synchronize
+//!   would, the work on other threads' per-thread streams that they wait for, within 2 s) and
+//!   tries once more; [`Device::synchronize`] returns the memory of dropped buffers whose uses
+//!   were all on that device's streams before it returns.
 //!   Page-locked, managed and IPC memory are freed with driver calls that wait for the whole
 //!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuIpcCloseMemHandle`, as
 //!   `cudaFreeHost` does); their drop waits for their own uses and frees on the dropping thread

@@ -678,6 +678,15 @@ impl Queue {
         if !self.addressable() {
             // No driver call: the owner records the fence (its exit, a synchronize of its
             // stream or of the device complete the work without one).
+            if context::was_reset(self.device, self.generation) {
+                // The queue's context was reset: none of its work runs any more, and nobody
+                // could answer (the owner's list and exit drain leave dead contexts alone).
+                // Memory of another, live device that the work used is free to go (review
+                // finding: asked for ever, every later Device::synchronize waited its full
+                // reclaim patience).
+                self.completed(seq);
+                return Ok(Found::Done);
+            }
             if !poll {
                 return Err(never_asked(seq));
             }
@@ -780,8 +789,13 @@ impl Queue {
         if self.state.lock().done >= seq {
             return;
         }
-        let Ok(Some(a)) = context::enter_live(self.device, self.generation) else {
-            return;
+        let a = match context::enter_live(self.device, self.generation) {
+            Ok(Some(a)) => a,
+            // Reset meanwhile: none of the work runs any more.
+            Ok(None) => return self.completed(seq),
+            // (A context that cannot be entered, e.g. after a sticky error: its work is
+            // complete once it is reset, which `fence_for` then sees.)
+            Err(_) => return,
         };
         // Relaxed: a thread that exits while another thread's global capture is open must not
         // invalidate it (housekeeping, as every other wait of the crate's; review finding).
@@ -1585,6 +1599,67 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
     }
 }
 
+/// The contexts of the per-thread queues that pending frees of `device`'s memory wait for (work
+/// only the queues' owner threads can fence).
+fn asked_contexts(device: i32) -> Vec<(i32, u64)> {
+    // The queues are copied out first: a queue's state is never locked under a yard's lock.
+    let mut waits: Vec<(Arc<Queue>, u64)> = Vec::new();
+    for y in yards() {
+        for g in y.graves.lock().iter().filter(|g| g.device == device) {
+            waits.extend(
+                g.waits
+                    .iter()
+                    .filter(|(q, _)| q.kind == QueueKind::PerThread)
+                    .cloned(),
+            );
+        }
+    }
+    let mut ids = Vec::new();
+    for (q, seq) in &waits {
+        let id = (q.device, q.generation);
+        if q.state.lock().done < *seq && !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+/// Completes the per-thread work that pending frees of `device`'s memory wait for, as
+/// `Device::synchronize` does (each queue of the context complete up to its point before a
+/// `cuCtxSynchronize`, in relaxed capture mode so that no user's capture is invalidated), on a
+/// thread of its own; waits for it at most `patience` (the work may wait for this thread). One
+/// such thread at a time.
+fn settle_asked(device: i32, patience: Duration) {
+    static SETTLING: AtomicBool = AtomicBool::new(false);
+    let ids = asked_contexts(device);
+    if ids.is_empty() || SETTLING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("cuda-runtime-settle".into())
+        .spawn(move || {
+            for (d, g) in ids {
+                if let Ok(Some(a)) = context::enter_live(d, g) {
+                    let marks = marks(&a);
+                    // SAFETY: the context is current (entered above).
+                    let r = relaxed(|| unsafe { sys::cuCtxSynchronize() });
+                    if driver::rc(r) == 0 {
+                        all_synchronized(marks);
+                    }
+                }
+            }
+            SETTLING.store(false, Ordering::Release);
+            let _ = tx.send(());
+        });
+    match spawned {
+        Ok(_) => {
+            let _ = rx.recv_timeout(patience);
+        }
+        Err(_) => SETTLING.store(false, Ordering::Release),
+    }
+}
+
 /// Waits for the frees queued in the crate's stream for frees of the entered context `a` (the
 /// stream holds nothing but frees: never captured, waited for in relaxed mode so that a user's
 /// global capture survives it).
@@ -1656,7 +1731,18 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
     match f() {
         Err(e) if e.code() == crate::ErrorCode::MemoryAllocation => {
             let device = a.dev.ordinal;
-            reclaim(device, Duration::from_secs(2));
+            let patience = Duration::from_secs(2);
+            let start = Instant::now();
+            if reclaim(device, Duration::from_millis(20)) {
+                // Frees still pending: those that wait for work on other threads' per-thread
+                // streams wait for their owners' answers, which may never come while this
+                // thread waits (the owner may be waiting for it): that work is completed as
+                // `Device::synchronize` would, on a thread of its own, waited for within the
+                // patience (review finding: the allocation failed after 2 s where libcudart's
+                // `cudaFree` would have returned the memory).
+                settle_asked(device, patience);
+                reclaim(device, patience.saturating_sub(start.elapsed()));
+            }
             a.rebind()?;
             let _ = wait_free_stream(a);
             f()
