@@ -771,10 +771,14 @@ pub(crate) fn is_live(ordinal: i32, generation: u64) -> bool {
     device_state(ordinal).is_ok_and(|d| d.ctx.read_recursive().is(generation))
 }
 
-/// Whether the context generation `generation` of device `ordinal` was reset (`false` for a
-/// device this process does not know: no context of it was ever made, so none was reset).
-pub(crate) fn was_reset(ordinal: i32, generation: u64) -> bool {
-    device_state(ordinal).is_ok_and(|d| !d.ctx.read_recursive().is(generation))
+/// Whether no work of the context generation `generation` of device `ordinal` can run any
+/// more: it was reset, or a sticky error corrupted it (its work was abandoned; memory another,
+/// live device lent it is free to go). `false` for a device this process does not know: no
+/// context of it was ever made.
+pub(crate) fn work_abandoned(ordinal: i32, generation: u64) -> bool {
+    device_state(ordinal).is_ok_and(|d| {
+        !d.ctx.read_recursive().is(generation) || d.sticky.load(Ordering::Acquire) != 0
+    })
 }
 
 /// Releases driver state of a handle from `Drop`: runs `f` in the handle's context if that

@@ -678,12 +678,12 @@ impl Queue {
         if !self.addressable() {
             // No driver call: the owner records the fence (its exit, a synchronize of its
             // stream or of the device complete the work without one).
-            if context::was_reset(self.device, self.generation) {
-                // The queue's context was reset: none of its work runs any more, and nobody
-                // could answer (the owner's list and exit drain leave dead contexts alone).
-                // Memory of another, live device that the work used is free to go (review
-                // finding: asked for ever, every later Device::synchronize waited its full
-                // reclaim patience).
+            if context::work_abandoned(self.device, self.generation) {
+                // The queue's context was reset or corrupted by a sticky error: none of its
+                // work runs any more, and nobody could answer (the owner's list and exit drain
+                // leave dead contexts alone; a synchronize there fails). Memory of another,
+                // live device that the work used is free to go (review findings: asked for
+                // ever, every later Device::synchronize waited its full reclaim patience).
                 self.completed(seq);
                 return Ok(Found::Done);
             }
@@ -1424,6 +1424,18 @@ fn bury_later(
     during: &'static str,
     free: FreeFn,
 ) {
+    // Uses on the dropping thread's own per-thread stream get their fence now (one event
+    // record per such drop, none per launch): only this thread can record it, and the
+    // reclaimer would otherwise have to ask it and wait for its next submission there (its
+    // synchronize, its exit), which a thread that drops a buffer and then waits for another
+    // thread may never make (review finding: the other thread's allocation failed for want of
+    // that memory). Best effort: inside a host function, or while the stream is captured, the
+    // reclaimer asks later.
+    for (q, seq) in &waits {
+        if q.is_per_thread() && q.addressable() && !context::in_host_fn() {
+            let _ = q.fence_for(*seq, true);
+        }
+    }
     let y = &yards()[yard];
     y.graves.lock().push(Grave {
         device,
@@ -1580,8 +1592,12 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
         // (Frees that wait for the whole device are not waited for here: they wait for the
         // device to be idle, which other threads' work may postpone past any patience.)
         let y0 = &yards()[0];
-        let pending = y0.busy.load(Ordering::Acquire) > 0
-            || y0.graves.lock().iter().any(|g| g.device == device);
+        // Under the graves' lock: the reclaimer counts graves it takes out as busy under it,
+        // so a grave is always seen, in the yard or counted (review finding).
+        let pending = {
+            let g = y0.graves.lock();
+            y0.busy.load(Ordering::Acquire) > 0 || g.iter().any(|g| g.device == device)
+        };
         if !pending {
             return false;
         }
@@ -1639,6 +1655,14 @@ fn settle_asked(device: i32, patience: Duration) {
     let spawned = std::thread::Builder::new()
         .name("cuda-runtime-settle".into())
         .spawn(move || {
+            // Cleared however the thread ends.
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    SETTLING.store(false, Ordering::Release);
+                }
+            }
+            let _done = Done;
             for (d, g) in ids {
                 if let Ok(Some(a)) = context::enter_live(d, g) {
                     let marks = marks(&a);
@@ -1649,7 +1673,7 @@ fn settle_asked(device: i32, patience: Duration) {
                     }
                 }
             }
-            SETTLING.store(false, Ordering::Release);
+            drop(_done);
             let _ = tx.send(());
         });
     match spawned {
@@ -1728,24 +1752,29 @@ pub(crate) fn frees_unwaited(device: i32) -> bool {
 /// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
 /// deferred frees of the device finish (up to two seconds) and tries once more.
 pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
     match f() {
-        Err(e) if e.code() == crate::ErrorCode::MemoryAllocation => {
+        Err(e) if e.code() == OOM => {
             let device = a.dev.ordinal;
-            let patience = Duration::from_secs(2);
-            let start = Instant::now();
-            if reclaim(device, Duration::from_millis(20)) {
-                // Frees still pending: those that wait for work on other threads' per-thread
-                // streams wait for their owners' answers, which may never come while this
-                // thread waits (the owner may be waiting for it): that work is completed as
-                // `Device::synchronize` would, on a thread of its own, waited for within the
-                // patience (review finding: the allocation failed after 2 s where libcudart's
-                // `cudaFree` would have returned the memory).
-                settle_asked(device, patience);
-                reclaim(device, patience.saturating_sub(start.elapsed()));
+            let end = Instant::now() + Duration::from_secs(2);
+            loop {
+                let pending = reclaim(device, Duration::from_millis(20));
+                a.rebind()?;
+                let _ = wait_free_stream(a);
+                match f() {
+                    Err(e) if e.code() == OOM && pending && Instant::now() < end => {
+                        // Frees still pending: those that wait for work on other threads'
+                        // per-thread streams wait for their owners' answers, which may never
+                        // come while this thread waits (an owner may be waiting for it): that
+                        // work is completed as `Device::synchronize` would, on a thread of its
+                        // own, waited for within what is left of the patience (review finding:
+                        // the allocation failed after 2 s where libcudart's `cudaFree` would
+                        // have returned the memory). Then the frees are waited for again.
+                        settle_asked(device, end.saturating_duration_since(Instant::now()));
+                    }
+                    r => return r,
+                }
             }
-            a.rebind()?;
-            let _ = wait_free_stream(a);
-            f()
         }
         r => r,
     }
