@@ -191,6 +191,11 @@ pub(crate) struct Active {
 }
 
 impl Active {
+    /// Whether a reset of this device waits for its entries (this one among them) to leave.
+    pub(crate) fn reset_waiting(&self) -> bool {
+        self.dev.ctx.writer_waiting()
+    }
+
     /// The generation of the active context, to be stored in handles made in it.
     #[inline]
     pub(crate) fn generation(&self) -> u64 {
@@ -486,9 +491,27 @@ pub(crate) fn enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>
     enter_live_in(device_state(ordinal)?, generation)
 }
 
+/// As [`enter_live`], without waiting for a reset under way: `Ok(None)` then, as for a context
+/// that is gone.
+pub(crate) fn try_enter_live(ordinal: i32, generation: u64) -> Result<Option<Active>> {
+    let dev = device_state(ordinal)?;
+    match dev.ctx.try_read_recursive() {
+        Some(guard) => enter_guarded(dev, guard, generation),
+        None => Ok(None),
+    }
+}
+
 #[inline]
 fn enter_live_in(dev: &'static DeviceState, generation: u64) -> Result<Option<Active>> {
-    let guard = read_guard(dev)?;
+    enter_guarded(dev, read_guard(dev)?, generation)
+}
+
+#[inline]
+fn enter_guarded(
+    dev: &'static DeviceState,
+    guard: ReadGuard<'static, CtxState>,
+    generation: u64,
+) -> Result<Option<Active>> {
     if !guard.is(generation) {
         return Ok(None);
     }

@@ -206,6 +206,11 @@ impl<T> CtxLock<T> {
         }
     }
 
+    /// Whether a writer is under way (waiting for the readers to leave, or holding the lock).
+    pub(crate) fn writer_waiting(&self) -> bool {
+        self.writing.load(Ordering::Acquire)
+    }
+
     /// Enters shared unless a writer is under way (and this thread does not hold it already).
     #[inline]
     pub(crate) fn try_read_recursive(&self) -> Option<ReadGuard<'_, T>> {

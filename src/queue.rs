@@ -223,8 +223,11 @@ pub(crate) struct Queue {
     /// submission there.
     wanted: AtomicBool,
     /// Every submission with uses is fenced at once: a per-thread queue made while its thread
-    /// exits (never drained, and nobody left to answer an ask).
-    eager: bool,
+    /// exits (never drained, and nobody left to answer an ask), and a per-thread queue another
+    /// thread once had to ask (its buffers are dropped on other threads: from then on it
+    /// behaves as a created stream's fenced submissions, so no later drop waits for an answer;
+    /// third review).
+    eager: AtomicBool,
 }
 
 /// A submission's hold on a queue against a capture beginning or ending meanwhile (see the
@@ -374,7 +377,7 @@ impl Queue {
             watch: AtomicU32::new(0),
             capture_lock: RwLock::new(()),
             wanted: AtomicBool::new(false),
-            eager: false,
+            eager: AtomicBool::new(false),
         }
     }
 
@@ -399,7 +402,7 @@ impl Queue {
         eager: bool,
     ) -> Arc<Queue> {
         let mut q = Queue::new(raw, device, generation, kind);
-        q.eager = eager;
+        q.eager = AtomicBool::new(eager);
         let q = Arc::new(q);
         let mut r = registry().lock();
         if r.0.len() >= r.1 {
@@ -698,6 +701,7 @@ impl Queue {
                 return Ok(Found::Fence(f.clone()));
             }
             st.asked = true;
+            self.eager.store(true, Ordering::Relaxed);
             self.wanted.store(true, Ordering::SeqCst);
             return Ok(Found::Asked);
         }
@@ -1182,7 +1186,7 @@ impl<'q> Lane<'q> {
             // point), and memory whose drop waits on the dropping thread (IPC, external).
             host |= u.alloc.host.is_some() || u.alloc.ipc || u.alloc.external.is_some();
         }
-        host |= q.eager;
+        host |= q.eager.load(Ordering::Relaxed);
         let r = op(&self.a, q.raw());
         // The point is taken after the work is queued: a fence labelled with a number is always
         // recorded after every submission numbered up to it (see `record_fence`). Noted even
@@ -1647,6 +1651,12 @@ fn asked_contexts(device: i32) -> Vec<(i32, u64)> {
 /// such thread at a time.
 fn settle_asked(device: i32, patience: Duration) {
     static SETTLING: AtomicBool = AtomicBool::new(false);
+    // Synchronizing a context while any of its streams is capturing is invalid and would
+    // invalidate that capture (CUDA Programming Guide, "Prohibited and Unhandled Operations";
+    // third review): no settle while a capture of the crate is open.
+    if !no_capture() {
+        return;
+    }
     let ids = asked_contexts(device);
     if ids.is_empty() || SETTLING.swap(true, Ordering::AcqRel) {
         return;
@@ -1664,7 +1674,9 @@ fn settle_asked(device: i32, patience: Duration) {
             }
             let _done = Done;
             for (d, g) in ids {
-                if let Ok(Some(a)) = context::enter_live(d, g) {
+                // Never behind a reset under way (which abandons the work anyway): the thread
+                // that waits for this one may hold the entry the reset waits for.
+                if let Ok(Some(a)) = context::try_enter_live(d, g) {
                     let marks = marks(&a);
                     // SAFETY: the context is current (entered above).
                     let r = relaxed(|| unsafe { sys::cuCtxSynchronize() });
@@ -1762,7 +1774,13 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
                 a.rebind()?;
                 let _ = wait_free_stream(a);
                 match f() {
-                    Err(e) if e.code() == OOM && pending && Instant::now() < end => {
+                    // (Not while a reset of the device waits for this thread's entry.)
+                    Err(e)
+                        if e.code() == OOM
+                            && pending
+                            && Instant::now() < end
+                            && !a.reset_waiting() =>
+                    {
                         // Frees still pending: those that wait for work on other threads'
                         // per-thread streams wait for their owners' answers, which may never
                         // come while this thread waits (an owner may be waiting for it): that

@@ -35,3 +35,12 @@ NULLDRV_MAX_ALLOCS=3 LD_LIBRARY_PATH="$out" "$out/target/release/oom_many" 4
 NULLDRV_MAX_ALLOCS=3 LD_LIBRARY_PATH="$out" "$out/target/release/oom_many" 4 reset
 echo "== reset_settle (a reset racing the settle thread)"
 NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=500 LD_LIBRARY_PATH="$out" "$out/target/release/reset_settle"
+# The third review's scenarios (per-thread branch): a buffer used on A's per-thread stream and
+# dropped on another thread, B's allocation needing it; with unrelated 3 s work the first such
+# allocation fails after 2 s on the branch (the settle waits for the whole context), at once
+# fine on main; r3_reset: a reset landing while B retries must not wait 2 s for B.
+echo "== r3_cross (no slow work; then a synchronize takes 3 s)"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/r3_cross"
+NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=3000 LD_LIBRARY_PATH="$out" "$out/target/release/r3_cross"
+echo "== r3_reset"
+NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=500 LD_LIBRARY_PATH="$out" "$out/target/release/r3_reset"
