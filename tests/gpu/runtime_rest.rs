@@ -530,6 +530,42 @@ fn current_pool_is_the_pool_that_was_set() {
     assert_eq!(pool.access(dev).unwrap(), PoolAccess::ReadWrite);
     let e = pool.set_access(dev, PoolAccess::Read).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
+    // A stream-ordered allocation takes the current pool, also one made current behind the
+    // crate's back through the driver (the crate reads the current pool at every allocation,
+    // never caches it). Only `pool`'s use is compared: no other test allocates from it (the
+    // default pool's use moves with other tests' allocations on this device).
+    use cudarc::driver::sys;
+    let prev = get_device().unwrap();
+    dev.set_current().unwrap();
+    let s = Stream::new().unwrap();
+    let mut r = rng();
+    let mut raw_dev = 0;
+    // SAFETY: valid out-parameter; an existing ordinal.
+    let rc = unsafe { sys::cuDeviceGet(&mut raw_dev, dev.ordinal()) };
+    assert_eq!(rc, sys::CUresult::CUDA_SUCCESS);
+    for current in [&default, &pool, &default] {
+        // SAFETY: a live pool of this device.
+        let rc = unsafe { sys::cuDeviceSetMemPool(raw_dev, current.as_raw()) };
+        assert_eq!(rc, sys::CUresult::CUDA_SUCCESS);
+        s.synchronize().unwrap();
+        let before = pool.stats().unwrap().used_current;
+        let n = r.usize(1 << 16..1 << 20);
+        let b = DeviceBuffer::<u32>::new_async(n, &s).unwrap();
+        s.synchronize().unwrap();
+        let after = pool.stats().unwrap().used_current;
+        if current.as_raw() == pool.as_raw() {
+            assert!(
+                after >= before + 4 * n as u64,
+                "{before} -> {after} for {n} u32"
+            );
+        } else {
+            assert_eq!(after, before, "allocated from the pool no longer current");
+        }
+        drop(b);
+    }
+    s.synchronize().unwrap();
+    drop(s);
+    set_device(prev).unwrap();
     dev.set_mem_pool(&default).unwrap();
     drop((cur, pool));
     assert_eq!(dev.mem_pool().unwrap().as_raw(), default.as_raw());
