@@ -3,6 +3,12 @@
 // at its head (bury_later's drop-time fence)? (2) does a relaxed-mode cuCtxSynchronize from
 // another thread (the settle thread) fail or invalidate an open capture (global, thread-local,
 // per-thread stream)? (3) does cuCtxSynchronize wait for another thread's per-thread work?
+// Results (twelfth session, 2 x H200, driver 580): (1) no: create and record return at once
+// (0.0 ms) while the host function blocks the per-thread stream; (2) yes: the other thread's
+// relaxed cuCtxSynchronize fails with 900 (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the
+// capture's end then fails with 901 (invalidated), in every mode, so the crate's settle thread
+// must never synchronize while a capture is open (it does not: queue::no_capture); (3) yes: it
+// waited 757 ms for the other thread's per-thread spin.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
