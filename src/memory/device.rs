@@ -1395,7 +1395,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         // On a stream captured by the crate the allocation would be a graph allocation, valid
         // only inside launches: refused (and the capture's end fails). Held until queued.
-        let _entry = match home {
+        let mut entry = match home {
             Some(s) => Some(crate::graph::capture::refuse_if_captured(
                 &a,
                 s.home_queue(),
@@ -1426,10 +1426,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             })?;
         }
         let mut alloc = Alloc::plain(ptr, bytes, device, a.generation());
-        if let Some(s) = home {
-            let seq = queue::note_alloc(s.home_queue());
+        if let (Some(s), Some(e)) = (home, entry.as_mut()) {
+            // Numbered while the entry is held, after the allocation is queued (as
+            // `Lane::submit`); a fast entry leaves the queue in the same step.
+            let seq = queue::note_alloc(e, s.home_queue());
             alloc.home = Some((s.clone(), seq));
         }
+        drop(entry);
         Ok(DeviceBuffer {
             alloc,
             len,
