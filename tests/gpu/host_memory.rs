@@ -180,9 +180,17 @@ fn registration_inside_a_host_function_is_refused() {
     })
     .unwrap();
     s.synchronize().unwrap();
-    let (code, text) = rx.recv().unwrap().unwrap_err();
-    assert_eq!(code, ErrorCode::NotPermitted, "{text}");
-    assert!(text.contains("host function"), "{text}");
+    // Refused while the crate does not know the copy complete; granted once it knows (the
+    // copy precedes the host function on its stream, so it is complete when the function
+    // runs, and something may have observed that first: under racecheck the reclaimer did,
+    // twelfth session). Either way the view shows the copied data, never a copy in progress.
+    match rx.recv().unwrap() {
+        Err((code, text)) => {
+            assert_eq!(code, ErrorCode::NotPermitted, "{text}");
+            assert!(text.contains("host function"), "{text}");
+        }
+        Ok(first) => assert_eq!(first, data[0], "a view granted inside the host function"),
+    }
     assert_same(
         "pinned after the host function",
         &pinned.as_slice().unwrap(),
