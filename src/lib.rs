@@ -59,10 +59,14 @@
 //!   recorded right after the submission only when the CPU may need to wait for exactly that
 //!   point (the work uses page-locked, mapped or managed memory); otherwise only when someone
 //!   first needs to wait (a drop, a CPU view, another stream ordered after an allocation). A
-//!   per-thread stream can be named only by its own thread: another thread that needs a fence
-//!   there asks the owner, whose next submission on it records one first (a relaxed load per
-//!   submission); a synchronize of that stream or of the device, or the thread's exit, also
-//!   completes the work. Until then memory dropped after such a use is kept. Nothing is ever
+//!   per-thread stream can be named only by its own thread: memory dropped on the thread that
+//!   used it there gets its fence at the drop (one record per such drop, none per launch);
+//!   another thread that needs a fence there asks the owner, whose next submission on it records
+//!   one first (a relaxed load per submission), and from then on that thread's per-thread
+//!   submissions are fenced as they are queued (its buffers go to other threads: later drops
+//!   need no answer); a synchronize of that stream or of the device, or the thread's exit, also
+//!   completes the work, and the per-thread work of a reset context (or one with a sticky
+//!   error) counts as complete. Until then memory dropped after such a use is kept. Nothing is ever
 //!   recorded in another stream on the owner's behalf (an event in the legacy stream would hold
 //!   back every blocking stream, and could hang a valid program). Memory dropped with a wait on
 //!   the dropping thread (IPC, external) is fenced at every submission, like host memory.
@@ -77,9 +81,14 @@
 //!   when their fences complete. The free is `cuMemFreeAsync`, in the allocation's own stream
 //!   or in a non-blocking stream of the crate's: `cuMemFree` waits for the whole device, and
 //!   meanwhile blocks every other thread's `cuMemAlloc` (measured on driver 580). An allocation
-//!   that fails for lack of memory lets pending frees finish (completing, as a synchronize
-//!   would, the work on other threads' per-thread streams that they wait for, within 2 s) and
-//!   tries once more; [`Device::synchronize`] returns the memory of dropped buffers whose uses
+//!   that fails for lack of memory tries again as pending frees finish (every 20 ms, within
+//!   2 s; in between, the work on other threads' per-thread streams that those frees wait for
+//!   is completed as a synchronize would, from a thread of the crate's, never while a capture
+//!   of the crate is open and never behind a reset under way; the retries stop when a reset
+//!   waits for the allocating thread). One case can still fail where `cudaFree` would not: the
+//!   *first* buffer another thread dropped after a use on a per-thread stream, needed by an
+//!   allocation while unrelated work keeps the device busy for more than those 2 s.
+//!   [`Device::synchronize`] returns the memory of dropped buffers whose uses
 //!   were all on that device's streams before it returns.
 //!   Page-locked, managed and IPC memory are freed with driver calls that wait for the whole
 //!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuIpcCloseMemHandle`, as
