@@ -1343,8 +1343,8 @@ fn wait_event_reset_child() {
     // On `s1`, which writes it later: the legacy stream is not ordered before it.
     marks.fill_async(0xDEAD_BEEF, &s1).unwrap();
     cuda_runtime::set_device(0).unwrap();
-    // Two seconds, longer (up to ten) until a wait got through: under compute-sanitizer the
-    // resets outran every wait of the two seconds (twelfth session).
+    // Two seconds, longer (up to ten) until a wait and a reset happened: under
+    // compute-sanitizer the resets outran every wait of the two seconds (twelfth session).
     let deadline = Instant::now() + Duration::from_secs(2);
     let hard_deadline = Instant::now() + Duration::from_secs(10);
     let problems = Mutex::new(Vec::<String>::new());
@@ -1365,7 +1365,11 @@ fn wait_event_reset_child() {
     };
     let running = || {
         let now = Instant::now();
-        now < deadline || (waits.load(Ordering::Relaxed) == 0 && now < hard_deadline)
+        let (w, r) = (
+            waits.load(Ordering::Relaxed),
+            resets.load(Ordering::Relaxed),
+        );
+        now < hard_deadline && (now < deadline || w == 0 || r == 0)
     };
     std::thread::scope(|sc| {
         sc.spawn(|| {
@@ -1413,15 +1417,14 @@ fn wait_event_reset_child() {
         });
         sc.spawn(|| {
             while running() {
-                // Until the first wait got through, resets leave room for one (under
-                // compute-sanitizer every reset came before device 1's first wait: 0 waits in
-                // 5 resets, twelfth session).
-                let pause = if waits.load(Ordering::Relaxed) == 0 {
-                    100
-                } else {
-                    reset_rng.u64(2..15)
-                };
-                std::thread::sleep(Duration::from_millis(pause));
+                // No reset before the first wait got through (under compute-sanitizer beside
+                // other processes, every reset came before device 1's first wait: 0 waits in
+                // 5 and in 7 resets, twelfth session); the race is run from then on.
+                if waits.load(Ordering::Relaxed) == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                std::thread::sleep(Duration::from_millis(reset_rng.u64(2..15)));
                 match d0.reset() {
                     Ok(()) => {
                         resets.fetch_add(1, Ordering::Relaxed);
