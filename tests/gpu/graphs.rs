@@ -157,8 +157,10 @@ fn exec_and_graph_dropped_while_a_launch_runs() {
     .unwrap();
     let exec = g.instantiate().unwrap();
     let s = Stream::new().unwrap();
-    // The launch waits behind a host function held until `release` (or 20 s passed): while
-    // `done` is unset, the launch has not run.
+    // The launch waits behind a host function held until `release` (or 120 s passed): while
+    // `done` is unset, the launch has not run. (With 20 s, under memcheck beside five other
+    // memcheck processes, the function ended on its own before the check, twelfth session:
+    // the drops had taken 13 us, so the 20 s went by in the graph's launch or before it.)
     let (release, done) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -167,7 +169,7 @@ fn exec_and_graph_dropped_while_a_launch_runs() {
         let (release, done) = (release.clone(), done.clone());
         s.launch_host_fn(move || {
             let t = Instant::now();
-            while !release.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+            while !release.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(120) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             done.store(true, Ordering::SeqCst);
