@@ -1680,6 +1680,14 @@ fn settle_asked(device: i32, patience: Duration) {
                 // that waits for this one may hold the entry the reset waits for.
                 if let Ok(Some(a)) = context::try_enter_live(d, g) {
                     let marks = marks(&a);
+                    // Checked again right before the call: a capture begun on another thread
+                    // since the check above would be invalidated by it (a relaxed
+                    // `cuCtxSynchronize` from another thread fails with 900 and invalidates an
+                    // open capture: probes/per_thread_settle_gpu.cu, twelfth session). A begin
+                    // between this check and the call can still be hit: see the crate docs.
+                    if !no_capture() {
+                        continue;
+                    }
                     // SAFETY: the context is current (entered above).
                     let r = relaxed(|| unsafe { sys::cuCtxSynchronize() });
                     if driver::rc(r) == 0 {
