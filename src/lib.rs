@@ -84,12 +84,14 @@
 //!   that fails for lack of memory tries again as pending frees finish (every 20 ms, within
 //!   2 s; in between, the work on other threads' per-thread streams that those frees wait for
 //!   is completed as a synchronize would, from a thread of the crate's, never while a capture
-//!   of the crate is open (a capture begun on another thread in the instant between that check
-//!   and the synchronize would be invalidated: its end fails; nothing is freed early) and never
-//!   behind a reset under way; the retries stop when a reset
-//!   waits for the allocating thread). One case can still fail where `cudaFree` would not: the
-//!   *first* buffer another thread dropped after a use on a per-thread stream, needed by an
-//!   allocation while unrelated work keeps the device busy for more than those 2 s.
+//!   of the crate is open (a capture that begins or joins while that synchronize runs waits for
+//!   it, at most 2 s) and never behind a reset under way; the retries stop when a reset waits
+//!   for the allocating thread. (Device, pitched and managed allocations, arrays and imported
+//!   memory all retry so.) Two cases can still fail where `cudaFree` would not: the *first*
+//!   buffer another thread dropped after a use on a per-thread stream, needed by an allocation
+//!   while unrelated work keeps the device busy for more than those 2 s; and such a buffer
+//!   needed while a capture of the crate stays open elsewhere for those 2 s, if its owner thread
+//!   neither submits to its per-thread stream nor synchronizes meanwhile.
 //!   [`Device::synchronize`] returns the memory of dropped buffers whose uses
 //!   were all on that device's streams before it returns.
 //!   Page-locked, managed and IPC memory are freed with driver calls that wait for the whole

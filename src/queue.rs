@@ -315,6 +315,31 @@ pub(crate) fn no_capture() -> bool {
     WATCHED.load(Ordering::SeqCst) == 0
 }
 
+/// Settle threads between their last look at [`WATCHED`] and the end of their
+/// `cuCtxSynchronize` (see [`settle_asked`]).
+static SETTLE_SYNCING: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a capture's begin or join waits for a settle thread's synchronize to end.
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
+
+/// For a capture's begin or join, once it counts in [`WATCHED`]: waits (at most
+/// [`SETTLE_WAIT`]) for a settle thread's `cuCtxSynchronize` under way, which would invalidate
+/// the capture (a relaxed `cuCtxSynchronize` from another thread fails with 900 and invalidates
+/// an open capture: probes/per_thread_settle_gpu.cu). With the settle thread's count raised
+/// before its own look at `WATCHED` (both sequentially consistent), either the settle sees this
+/// capture and does not synchronize, or this sees the synchronize and waits for it (fourth
+/// review of the per-thread fences: a capture begun between the settle's check and its call
+/// failed at its end). Bounded: the synchronize may wait for work that waits for this thread.
+fn wait_for_settle() {
+    if SETTLE_SYNCING.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let end = Instant::now() + SETTLE_WAIT;
+    while SETTLE_SYNCING.load(Ordering::SeqCst) != 0 && Instant::now() < end {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// Runs `f` with the calling thread's stream-capture mode relaxed
 /// (`cuThreadExchangeStreamCaptureMode`), for the crate's own housekeeping: fences, waits for
 /// them, frees and destroys made then never invalidate a user's capture in global or
@@ -495,6 +520,8 @@ impl Queue {
     /// the queue's capture lock held exclusively. Undone by [`unwatch`](Self::unwatch).
     pub(crate) fn watch_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
         WATCHED.fetch_add(1, Ordering::SeqCst);
+        // Counted before the settle thread's synchronize is looked for (see `settle_asked`).
+        wait_for_settle();
         self.watch.fetch_add(1, Ordering::SeqCst);
         // The fast-path submissions drain first, without the lock held: one of them may enter
         // the queue again meanwhile (an allocation reclaiming memory that frees in this
@@ -1680,16 +1707,23 @@ fn settle_asked(device: i32, patience: Duration) {
                 // that waits for this one may hold the entry the reset waits for.
                 if let Ok(Some(a)) = context::try_enter_live(d, g) {
                     let marks = marks(&a);
-                    // Checked again right before the call: a capture begun on another thread
-                    // since the check above would be invalidated by it (a relaxed
-                    // `cuCtxSynchronize` from another thread fails with 900 and invalidates an
-                    // open capture: probes/per_thread_settle_gpu.cu, twelfth session). A begin
-                    // between this check and the call can still be hit: see the crate docs.
+                    // Counted, then checked again right before the call: a capture begun on
+                    // another thread since the check above would be invalidated by it; one that
+                    // begins from now on waits for the synchronize (`wait_for_settle`).
+                    struct Syncing;
+                    impl Drop for Syncing {
+                        fn drop(&mut self) {
+                            SETTLE_SYNCING.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                    SETTLE_SYNCING.fetch_add(1, Ordering::SeqCst);
+                    let syncing = Syncing;
                     if !no_capture() {
                         continue;
                     }
                     // SAFETY: the context is current (entered above).
                     let r = relaxed(|| unsafe { sys::cuCtxSynchronize() });
+                    drop(syncing);
                     if driver::rc(r) == 0 {
                         all_synchronized(marks);
                     }

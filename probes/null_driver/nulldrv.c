@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 // A null CUDA driver (libcuda.so.1 stand-in) for checking the crate's own logic on a machine
 // without a GPU: every call succeeds at once, and the calls check that the crate never uses a
 // context while it is being reset, nor a handle or pointer of a context that was reset. Each such
@@ -312,7 +313,32 @@ CUresult cuStreamQuery(void *s) {
   if (capturing((uint64_t)s)) { bad("cuStreamQuery of a capturing stream"); return 900; }
   return base_cuStreamQuery(s);
 }
-CUresult cuCtxSynchronize(void) { if (unsafe_call("cuCtxSynchronize during a capture")) return 900; return base_cuCtxSynchronize(); }
+// (Fourth review) NULLDRV_CTXSYNC_STRICT=1: as measured on the GPU (probes/per_thread_settle_gpu.cu,
+// result (2)), a cuCtxSynchronize in ANY capture mode, relaxed included, from any thread, fails
+// with 900 and invalidates every open capture of the context.
+static int ctxsync_strict(void) {
+  if (!getenv("NULLDRV_CTXSYNC_STRICT")) return 0;
+  int hit = 0;
+  pthread_mutex_lock(&cap_mu);
+  for (int i = 0; i < CAP_SLOTS; i++)
+    if (caps[i].id && !caps[i].invalid) { invalidate(caps[i].id); hit = 1; }
+  pthread_mutex_unlock(&cap_mu);
+  if (hit) bad("cuCtxSynchronize (relaxed or not) while a capture is open");
+  return hit;
+}
+// (Fourth review) NULLDRV_SETTLE_DELAY_US: the crate's settle thread ("cuda-runtime-settle")
+// reaches its cuCtxSynchronize that much later (thread start, scheduling on a loaded host),
+// widening the window between the crate's `no_capture()` check and the synchronize.
+static void settle_delay(void) {
+  const char *d = getenv("NULLDRV_SETTLE_DELAY_US");
+  char name[32] = {0};
+  if (d && pthread_getname_np(pthread_self(), name, sizeof name) == 0 && strncmp(name, "cuda-runtime-se", 15) == 0)
+    usleep(atol(d));
+}
+CUresult cuCtxSynchronize(void) { settle_delay(); if (ctxsync_strict()) return 900; if (unsafe_call("cuCtxSynchronize during a capture")) return 900; return base_cuCtxSynchronize(); }
+// (Fourth review) pitched and managed allocations count against NULLDRV_MAX_ALLOCS as cuMemAlloc does.
+CUresult cuMemAllocPitch_v2(uint64_t *p, size_t *pitch, size_t w, size_t h, unsigned e) { if (unsafe_call("cuMemAllocPitch during a capture")) return 900; CUresult r = base_cuMemAlloc_v2(p, w * h); if (r == 0) *pitch = (w + 511) / 512 * 512; return r; }
+CUresult cuMemAllocManaged(uint64_t *p, size_t b, unsigned f) { if (unsafe_call("cuMemAllocManaged during a capture")) return 900; return base_cuMemAlloc_v2(p, b); }
 CUresult cuEventQuery(void *e) {
   pthread_mutex_lock(&cap_mu);
   uint64_t c = event_capture((uint64_t)e);

@@ -203,26 +203,31 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                        which CPU views of managed memory cannot be made safe)",
             });
         }
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: the context is current; valid out-parameters.
-        a.check(
-            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-            "cuMemGetInfo",
-        )?;
-        if bytes > free {
-            return Err(Error::ManagedTooLarge {
-                device,
-                requested: bytes,
-                free,
-            });
-        }
         let flags = attach.raw();
         let mut ptr = 0u64;
-        // SAFETY: the context is current; valid out-parameter; size checked against free memory.
-        a.check(
-            unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, flags) },
-            "cuMemAllocManaged",
-        )?;
+        // Out of memory (the driver's, or more than is free): tried again as pending frees
+        // finish, as `cudaMalloc` is (fourth review of the per-thread fences).
+        crate::queue::alloc_retry(&a, || {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: the context is current; valid out-parameters.
+            a.check(
+                unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+                "cuMemGetInfo",
+            )?;
+            if bytes > free {
+                return Err(Error::ManagedTooLarge {
+                    device,
+                    requested: bytes,
+                    free,
+                });
+            }
+            // SAFETY: the context is current; valid out-parameter; size checked against free
+            // memory.
+            a.check(
+                unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, flags) },
+                "cuMemAllocManaged",
+            )
+        })?;
         let host = ptr as *mut u8;
         let alloc = Alloc::host(
             ptr,

@@ -491,11 +491,17 @@ impl<T: DeviceRepr> PitchedBuffer<T> {
                 _ => 4,
             };
             let (mut ptr, mut pitch) = (0u64, 0usize);
-            // SAFETY: the context is current; valid out-parameters; element size 4, 8 or 16.
-            a.check(
-                unsafe { sys::cuMemAllocPitch_v2(&mut ptr, &mut pitch, width, rows, elem) },
-                "cuMemAllocPitch",
-            )?;
+            // Out of memory: tried again as pending frees finish, as `cudaMalloc` is (fourth
+            // review of the per-thread fences: memory a per-thread stream's idle owner held
+            // never came back for a pitched allocation).
+            crate::queue::alloc_retry(&a, || {
+                // SAFETY: the context is current; valid out-parameters; element size 4, 8 or
+                // 16.
+                a.check(
+                    unsafe { sys::cuMemAllocPitch_v2(&mut ptr, &mut pitch, width, rows, elem) },
+                    "cuMemAllocPitch",
+                )
+            })?;
             Ok(PitchedBuffer {
                 alloc: Alloc::plain(ptr, pitch * rows, a.dev.ordinal, a.generation()),
                 extent,

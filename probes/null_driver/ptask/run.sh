@@ -44,3 +44,19 @@ NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/r3_cross"
 NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=3000 LD_LIBRARY_PATH="$out" "$out/target/release/r3_cross"
 echo "== r3_reset"
 NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=500 LD_LIBRARY_PATH="$out" "$out/target/release/r3_reset"
+# The fourth review's scenarios (twelfth session; the null driver gained NULLDRV_CTXSYNC_STRICT,
+# a cuCtxSynchronize invalidating every open capture as measured on the GPU, and
+# NULLDRV_SETTLE_DELAY_US, the settle thread reaching its synchronize later): r4_settle_capture,
+# captures begun while the settle thread synchronizes (fixed: a begin waits for it); r4_pitched,
+# a pitched allocation while an idle owner holds dropped memory (fixed: it retries as
+# cudaMalloc does); r4_oom_capture, the second documented case that still fails (a capture open
+# elsewhere for the whole 2 s); r4_stress.
+echo "== r4_settle_capture (delayed settle, 20 rounds; then the natural race, 50 rounds)"
+NULLDRV_SETTLE_DELAY_US=2000 NULLDRV_MAX_ALLOCS=2 NULLDRV_CTXSYNC_STRICT=1 LD_LIBRARY_PATH="$out" "$out/target/release/r4_settle_capture" 20 100 100 2>&1 | grep -v "^nulldrv violation"
+NULLDRV_MAX_ALLOCS=2 NULLDRV_CTXSYNC_STRICT=1 LD_LIBRARY_PATH="$out" "$out/target/release/r4_settle_capture" 50 100 100 2>&1 | grep -v "^nulldrv violation"
+echo "== r4_pitched"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/r4_pitched"
+echo "== r4_oom_capture (documented: fails after 2 s)"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/r4_oom_capture"
+echo "== r4_stress"
+NULLDRV_MAX_ALLOCS=6 LD_LIBRARY_PATH="$out" "$out/target/release/r4_stress" 20
