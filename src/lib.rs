@@ -85,7 +85,9 @@
 //!   2 s; in between, the work on other threads' per-thread streams that those frees wait for
 //!   is completed as a synchronize would, from a thread of the crate's, never while a capture
 //!   of the crate is open (a capture that begins or joins while that synchronize runs waits for
-//!   it, at most 2 s) and never behind a reset under way; the retries stop when a reset waits
+//!   it, until at most 2 s after it began; one that begins later, while that synchronize still
+//!   waits for long work, may fail at its end) and never behind a reset under way; the retries
+//!   stop when a reset waits
 //!   for the allocating thread. (Device, pitched and managed allocations, arrays and imported
 //!   memory all retry so.) Two cases can still fail where `cudaFree` would not: the *first*
 //!   buffer another thread dropped after a use on a per-thread stream, needed by an allocation

@@ -319,6 +319,16 @@ pub(crate) fn no_capture() -> bool {
 /// `cuCtxSynchronize` (see [`settle_asked`]).
 static SETTLE_SYNCING: AtomicUsize = AtomicUsize::new(0);
 
+/// When the latest settle synchronize began, in nanoseconds since [`settle_epoch`]: waiters
+/// wait until [`SETTLE_WAIT`] after it, not each for a fresh [`SETTLE_WAIT`] (fifth review: with a
+/// synchronize that outlasted it, every begin and every join waited 2 s).
+static SETTLE_SINCE: AtomicU64 = AtomicU64::new(0);
+
+fn settle_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
 /// How long a capture's begin or join waits for a settle thread's synchronize to end.
 const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
@@ -334,7 +344,9 @@ fn wait_for_settle() {
     if SETTLE_SYNCING.load(Ordering::SeqCst) == 0 {
         return;
     }
-    let end = Instant::now() + SETTLE_WAIT;
+    // Until SETTLE_WAIT after the synchronize began (stored before the count was raised).
+    let since = Duration::from_nanos(SETTLE_SINCE.load(Ordering::SeqCst));
+    let end = settle_epoch() + since + SETTLE_WAIT;
     while SETTLE_SYNCING.load(Ordering::SeqCst) != 0 && Instant::now() < end {
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -1716,6 +1728,8 @@ fn settle_asked(device: i32, patience: Duration) {
                             SETTLE_SYNCING.fetch_sub(1, Ordering::SeqCst);
                         }
                     }
+                    let since = settle_epoch().elapsed().as_nanos() as u64;
+                    SETTLE_SINCE.store(since, Ordering::SeqCst);
                     SETTLE_SYNCING.fetch_add(1, Ordering::SeqCst);
                     let syncing = Syncing;
                     if !no_capture() {

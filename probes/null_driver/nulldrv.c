@@ -107,7 +107,8 @@ CUresult cuCtxSetCurrent(void *c) {
 }
 CUresult cuCtxGetCurrent(void **c) { *c = (void *)(uintptr_t)(0xC000 + (cur_gen << 4)); OK; }
 CUresult cuCtxGetDevice(int *d) { *d = 0; OK; }
-static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); const char *m = getenv("NULLDRV_CTXSYNC_MS"); if (m) usleep(1000 * atol(m)); OK; }
+static int syncs_running;
+static CUresult base_cuCtxSynchronize(void) { in_ctx("cuCtxSynchronize"); __atomic_fetch_add(&syncs_running,1,__ATOMIC_SEQ_CST); const char *m = getenv("NULLDRV_CTXSYNC_MS"); if (m) usleep(1000 * atol(m)); __atomic_fetch_sub(&syncs_running,1,__ATOMIC_SEQ_CST); OK; }
 CUresult cuCtxGetLimit(size_t *v, int l) { *v = 1024; OK; }
 CUresult cuCtxSetLimit(int l, size_t v) { OK; }
 CUresult cuCtxGetStreamPriorityRange(int *lo, int *hi) { *lo = 0; *hi = -5; OK; }
@@ -260,6 +261,7 @@ static void set_event_capture(uint64_t e, uint64_t id) {  // under cap_mu
 CUresult cuThreadExchangeStreamCaptureMode(int *m) { int old = capture_mode; capture_mode = *m; *m = old; OK; }
 static CUresult begin(uint64_t s, int mode, uint64_t graph) {
   if (s == 1) return 900;
+  if (__atomic_load_n(&syncs_running,__ATOMIC_SEQ_CST)) { fprintf(stderr, "r5: capture begun while a cuCtxSynchronize runs\n"); if (getenv("NULLDRV_CTXSYNC_DURING")) bad("capture begun while a cuCtxSynchronize runs"); }
   pthread_mutex_lock(&cap_mu);
   if (cap_find(s) >= 0) { pthread_mutex_unlock(&cap_mu); return 401; }
   for (int i = 0; i < CAP_SLOTS; i++)

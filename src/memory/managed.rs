@@ -205,6 +205,20 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         }
         let flags = attach.raw();
         let mut ptr = 0u64;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: the context is current; valid out-parameters.
+        a.check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo",
+        )?;
+        if bytes > total {
+            // No free could make room: refused at once (fifth review), not retried.
+            return Err(Error::ManagedTooLarge {
+                device,
+                requested: bytes,
+                free,
+            });
+        }
         // Out of memory (the driver's, or more than is free): tried again as pending frees
         // finish, as `cudaMalloc` is (fourth review of the per-thread fences).
         crate::queue::alloc_retry(&a, || {

@@ -60,3 +60,7 @@ echo "== r4_oom_capture (documented: fails after 2 s)"
 NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/r4_oom_capture"
 echo "== r4_stress"
 NULLDRV_MAX_ALLOCS=6 LD_LIBRARY_PATH="$out" "$out/target/release/r4_stress" 20
+# The fifth review's (twelfth session): a settle synchronize that outlasts the 2 s a capture's
+# begin or join waits for it: later begins and joins must not wait again (they did, 2 s each).
+echo "== r5_stuck (a synchronize takes 20 s)"
+NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=20000 NULLDRV_CTXSYNC_STRICT=1 LD_LIBRARY_PATH="$out" "$out/target/release/r5_stuck"
