@@ -205,12 +205,16 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         }
         let flags = attach.raw();
         let mut ptr = 0u64;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: the context is current; valid out-parameters.
-        a.check(
-            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-            "cuMemGetInfo",
-        )?;
+        let info = || -> Result<(usize, usize)> {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: the context is current; valid out-parameters.
+            a.check(
+                unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+                "cuMemGetInfo",
+            )?;
+            Ok((free, total))
+        };
+        let (free, total) = info()?;
         if bytes > total {
             // No free could make room: refused at once (fifth review), not retried.
             return Err(Error::ManagedTooLarge {
@@ -220,14 +224,14 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             });
         }
         // Out of memory (the driver's, or more than is free): tried again as pending frees
-        // finish, as `cudaMalloc` is (fourth review of the per-thread fences).
+        // finish, as `cudaMalloc` is (fourth review of the per-thread fences). The first try
+        // uses the figure just read.
+        let mut known_free = Some(free);
         crate::queue::alloc_retry(&a, || {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: the context is current; valid out-parameters.
-            a.check(
-                unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-                "cuMemGetInfo",
-            )?;
+            let free = match known_free.take() {
+                Some(f) => f,
+                None => info()?.0,
+            };
             if bytes > free {
                 return Err(Error::ManagedTooLarge {
                     device,
