@@ -881,8 +881,16 @@ fn transpose_hostile_shapes() {
         // blockIdx.x * 32 wraps in 32 bits past block 2^27: those blocks redo tiles 0 and 1.
         (40, 40, ((1 << 27) + 2, 2, 1), 1600, 1600),
     ];
+    // Under racecheck (the scripts set CUDA_RUNTIME_TEST_TOOL) the 2^27-block grid is left out:
+    // the tool checks each of its 268 million blocks' shared memory, each the same as a small
+    // grid's block (more than 320 s, thirteenth session); memcheck runs it (about 120 s).
+    let racecheck = std::env::var("CUDA_RUNTIME_TEST_TOOL").is_ok_and(|t| t == "racecheck");
     for (name, launch, transposed) in kinds {
         for &(w, h, grid, in_len, out_len) in &cases {
+            if racecheck && grid.0 > 1 << 20 {
+                println!("{name}: grid {grid:?} left out under racecheck");
+                continue;
+            }
             let what = format!("{name} {w}x{h}, grid {grid:?}, lengths {in_len} and {out_len}");
             let input = random_f32(&mut r, in_len + 2 * PAD);
             let sentinel = random_f32(&mut r, out_len + 2 * PAD);
