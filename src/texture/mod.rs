@@ -260,7 +260,101 @@ fn bad(code: ErrorCode, what: &'static str, value: String, reason: &'static str)
 
 /// Validates `d` for a resource of `kind` holding `channels` channels of `format`, and
 /// converts it to the driver's struct. Every refusal happens here, before the driver.
+///
+/// A description that [`plainly_valid`] accepts (any valid one over a resource that is not
+/// mipmapped, but for seamless filtering) is converted at once; every other one goes through
+/// the full checks of [`texture_desc_checked`], which give the refusals their reasons. The
+/// result is the same either way (a unit test compares them over many descriptions).
+#[inline]
 pub(crate) fn texture_desc(
+    d: &TextureDesc,
+    kind: ResKind,
+    format: ArrayFormat,
+    channels: u32,
+) -> Result<sys::CUDA_TEXTURE_DESC> {
+    if plainly_valid(d, kind, format) {
+        // Not mipmapped: the driver gets a max clamp of 0 (as `texture_desc_checked`).
+        return Ok(to_sys(d, 0.0));
+    }
+    texture_desc_checked(d, kind, format, channels)
+}
+
+/// A conservative, branch-light form of [`texture_desc_checked`]'s checks: `true` only for a
+/// description that those checks accept, over a resource that is not mipmapped (with the max
+/// clamp they pass on then, 0). Seamless filtering and mipmapped resources always take the
+/// full checks; address modes are checked on all three axes, whatever the resource's
+/// dimensions (a wrap or mirror on an unused axis takes the full checks, which accept it).
+#[inline]
+fn plainly_valid(d: &TextureDesc, kind: ResKind, format: ArrayFormat) -> bool {
+    let clamps = |m: &AddressMode| !matches!(m, AddressMode::Wrap | AddressMode::Mirror);
+    let normalized_read = d.read_mode == ReadMode::NormalizedFloat;
+    let float_result = format.is_float() || normalized_read;
+    let linear_ok = match kind {
+        ResKind::Mipmapped(..) => return false,
+        // Linear textures: only the default addressing, filtering, coordinates, sRGB, border.
+        ResKind::Linear => {
+            d.address_mode == [AddressMode::Clamp; 3]
+                && d.filter_mode == FilterMode::Point
+                && !d.normalized_coords
+                && !d.srgb
+                && d.border_color == [0.0; 4]
+        }
+        _ => true,
+    };
+    // Non-strict `&`: one flag test at the end instead of a branch per check.
+    linear_ok
+        & (d.normalized_coords || d.address_mode.iter().all(clamps))
+        & (!normalized_read || format.normalizable())
+        & (float_result || d.filter_mode == FilterMode::Point)
+        & (!d.srgb || (format == ArrayFormat::U8 && normalized_read))
+        & !d.seamless_cubemap
+        & (d.max_anisotropy <= 16)
+        & (d.mipmap_filter_mode == FilterMode::Point)
+        & (d.mipmap_level_bias == 0.0)
+        & (d.min_mipmap_level_clamp == 0.0)
+        & (d.max_mipmap_level_clamp == f32::MAX || d.max_mipmap_level_clamp == 0.0)
+        & !d.disable_trilinear_optimization
+}
+
+/// The driver's struct for a validated `d`, with the max mipmap level clamp `max_clamp`.
+#[inline]
+fn to_sys(d: &TextureDesc, max_clamp: f32) -> sys::CUDA_TEXTURE_DESC {
+    let mut flags = 0;
+    if d.read_mode == ReadMode::ElementType {
+        // The runtime's element-type reads are the driver's integer reads (the driver's default
+        // is the opposite: promote).
+        flags |= sys::CU_TRSF_READ_AS_INTEGER;
+    }
+    if d.normalized_coords {
+        flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
+    }
+    if d.srgb {
+        flags |= sys::CU_TRSF_SRGB;
+    }
+    if d.seamless_cubemap {
+        flags |= sys::CU_TRSF_SEAMLESS_CUBEMAP;
+    }
+    if d.disable_trilinear_optimization {
+        flags |= sys::CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION;
+    }
+    sys::CUDA_TEXTURE_DESC {
+        addressMode: d.address_mode.map(AddressMode::to_sys),
+        filterMode: d.filter_mode.to_sys(),
+        flags,
+        maxAnisotropy: d.max_anisotropy,
+        mipmapFilterMode: d.mipmap_filter_mode.to_sys(),
+        mipmapLevelBias: d.mipmap_level_bias,
+        minMipmapLevelClamp: d.min_mipmap_level_clamp,
+        maxMipmapLevelClamp: max_clamp,
+        borderColor: d.border_color,
+        reserved: [0; 12],
+    }
+}
+
+/// [`texture_desc`] with every check in full, each refusal with its reason.
+#[cold]
+#[inline(never)]
+fn texture_desc_checked(
     d: &TextureDesc,
     kind: ResKind,
     format: ArrayFormat,
@@ -415,36 +509,7 @@ pub(crate) fn texture_desc(
             max_clamp = 0.0;
         }
     }
-    let mut flags = 0;
-    if read_mode == ReadMode::ElementType {
-        // The runtime's element-type reads are the driver's integer reads (the driver's default
-        // is the opposite: promote).
-        flags |= sys::CU_TRSF_READ_AS_INTEGER;
-    }
-    if normalized_coords {
-        flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
-    }
-    if srgb {
-        flags |= sys::CU_TRSF_SRGB;
-    }
-    if seamless_cubemap {
-        flags |= sys::CU_TRSF_SEAMLESS_CUBEMAP;
-    }
-    if disable_trilinear_optimization {
-        flags |= sys::CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION;
-    }
-    Ok(sys::CUDA_TEXTURE_DESC {
-        addressMode: address_mode.map(AddressMode::to_sys),
-        filterMode: filter_mode.to_sys(),
-        flags,
-        maxAnisotropy: max_anisotropy,
-        mipmapFilterMode: mipmap_filter_mode.to_sys(),
-        mipmapLevelBias: mipmap_level_bias,
-        minMipmapLevelClamp: min_mipmap_level_clamp,
-        maxMipmapLevelClamp: max_clamp,
-        borderColor: border_color,
-        reserved: [0; 12],
-    })
+    Ok(to_sys(d, max_clamp))
 }
 
 /// What a texture object keeps alive.
@@ -963,11 +1028,15 @@ const _: () = {
 mod tests {
     use super::*;
 
-    fn d2() -> ResKind {
-        ResKind::Array(ArrayShape::D2 {
+    fn d2_shape() -> ArrayShape {
+        ArrayShape::D2 {
             width: 4,
             height: 4,
-        })
+        }
+    }
+
+    fn d2() -> ResKind {
+        ResKind::Array(d2_shape())
     }
 
     fn check(d: &TextureDesc, k: ResKind, f: ArrayFormat) -> Result<sys::CUDA_TEXTURE_DESC> {
@@ -1239,5 +1308,109 @@ mod tests {
         assert_eq!(raw.addressMode.map(|m| m as u32), [0, 2, 3]);
         assert_eq!(raw.filterMode as u32, 1);
         assert_eq!(raw.borderColor, [0.25, 0.5, 0.75, 1.0]);
+    }
+
+    /// The quick acceptance of `texture_desc` gives what the full checks give: over a few
+    /// hundred thousand pseudo-random descriptions (each field from its interesting values),
+    /// resources and formats, every quickly accepted one is accepted by the full checks with
+    /// the same bits, and `texture_desc` answers as the full checks do for all of them.
+    #[test]
+    fn quick_acceptance_agrees_with_the_full_checks() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let modes = [
+            AddressMode::Wrap,
+            AddressMode::Clamp,
+            AddressMode::Mirror,
+            AddressMode::Border,
+        ];
+        let filters = [FilterMode::Point, FilterMode::Linear];
+        let reads = [ReadMode::ElementType, ReadMode::NormalizedFloat];
+        let floats = [0.0, -0.0, 1.0, -1.0, 4.0, f32::MAX, f32::NAN, f32::INFINITY];
+        let shapes = [
+            ArrayShape::D1 { width: 4 },
+            d2_shape(),
+            ArrayShape::D3 {
+                width: 2,
+                height: 2,
+                depth: 2,
+            },
+            ArrayShape::Layered1D {
+                width: 4,
+                layers: 2,
+            },
+            ArrayShape::Layered2D {
+                width: 4,
+                height: 4,
+                layers: 2,
+            },
+            ArrayShape::Cubemap { width: 4 },
+            ArrayShape::LayeredCubemap { width: 4, cubes: 2 },
+        ];
+        let bits = |r: &sys::CUDA_TEXTURE_DESC| {
+            (
+                r.addressMode.map(|m| m as u32),
+                r.filterMode as u32,
+                r.flags,
+                r.maxAnisotropy,
+                r.mipmapFilterMode as u32,
+                [
+                    r.mipmapLevelBias.to_bits(),
+                    r.minMipmapLevelClamp.to_bits(),
+                    r.maxMipmapLevelClamp.to_bits(),
+                ],
+                r.borderColor.map(f32::to_bits),
+                r.reserved,
+            )
+        };
+        let mut quick = 0;
+        for i in 0..400_000 {
+            // Half start from the default, changing one to three fields, so that many are valid.
+            let mut d = TextureDesc::default();
+            let changes = if i % 2 == 0 { 1 + next(3) } else { 13 };
+            for _ in 0..changes {
+                match next(13) {
+                    0 => d.address_mode = [0; 3].map(|_| modes[next(4)]),
+                    1 => d.filter_mode = filters[next(2)],
+                    2 => d.read_mode = reads[next(2)],
+                    3 => d.srgb = next(2) == 0,
+                    4 => d.border_color = [0; 4].map(|_| floats[next(4)]),
+                    5 => d.normalized_coords = next(2) == 0,
+                    6 => d.max_anisotropy = [0, 1, 16, 17][next(4)],
+                    7 => d.mipmap_filter_mode = filters[next(2)],
+                    8 => d.mipmap_level_bias = floats[next(floats.len())],
+                    9 => d.min_mipmap_level_clamp = floats[next(floats.len())],
+                    10 => d.max_mipmap_level_clamp = floats[next(floats.len())],
+                    11 => d.disable_trilinear_optimization = next(2) == 0,
+                    _ => d.seamless_cubemap = next(2) == 0,
+                }
+            }
+            let kind = match next(4) {
+                0 => ResKind::Linear,
+                1 => ResKind::Pitch2D,
+                2 => ResKind::Array(shapes[next(shapes.len())]),
+                _ => ResKind::Mipmapped(shapes[next(shapes.len())], 1 + next(5) as u32),
+            };
+            let format = ArrayFormat::ALL[next(8)];
+            let full = texture_desc_checked(&d, kind, format, 1);
+            if plainly_valid(&d, kind, format) {
+                quick += 1;
+                let full = full
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("{d:?} {kind:?} {e}"));
+                assert_eq!(bits(&to_sys(&d, 0.0)), bits(full), "{d:?} {kind:?}");
+            }
+            match (texture_desc(&d, kind, format, 1), full) {
+                (Ok(a), Ok(b)) => assert_eq!(bits(&a), bits(&b), "{d:?} {kind:?}"),
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                (a, b) => panic!("{d:?} {kind:?} {format:?}: {a:?} against {b:?}"),
+            }
+        }
+        assert!(quick > 30_000, "{quick} quickly accepted");
     }
 }
