@@ -836,6 +836,13 @@ fn release_with(
     queues_only: bool,
     f: impl FnOnce(&Active) -> Result<()> + Send + 'static,
 ) {
+    // The common case first: `enter_fast` answers `None` inside a host function, with an
+    // orphaned release waiting, or for a context that is not live and current here, and the
+    // full path below then decides as before.
+    if let Some(a) = enter_fast(ordinal, generation) {
+        release_entered(&a, during, queues_only, f);
+        return;
+    }
     if in_host_fn() {
         defer_release(move || release(ordinal, generation, during, f));
         return;
@@ -843,24 +850,29 @@ fn release_with(
     let Ok(dev) = device_state(ordinal) else {
         return;
     };
-    let entered = match enter_fast(ordinal, generation) {
-        Some(a) => Ok(Some(a)),
-        None => enter_live_in(dev, generation),
-    };
-    match entered {
-        Ok(Some(a)) => {
-            // Relaxed: a drop never invalidates a user's capture in global or thread-local
-            // mode (what it frees is no capture's: captured memory is kept by tokens).
-            let r = if queues_only && crate::queue::no_capture() {
-                f(&a)
-            } else {
-                crate::queue::relaxed(|| f(&a))
-            };
-            if let Err(e) = r {
-                dev.defer(during, e);
-            }
-        }
+    match enter_live_in(dev, generation) {
+        Ok(Some(a)) => release_entered(&a, during, queues_only, f),
         Ok(None) => {}
         Err(e) => dev.defer(during, e),
+    }
+}
+
+/// Runs the release `f` in the entered context `a`, keeping its error as the device's.
+#[inline(always)]
+fn release_entered(
+    a: &Active,
+    during: &'static str,
+    queues_only: bool,
+    f: impl FnOnce(&Active) -> Result<()>,
+) {
+    // Relaxed: a drop never invalidates a user's capture in global or thread-local mode (what
+    // it frees is no capture's: captured memory is kept by tokens).
+    let r = if queues_only && crate::queue::no_capture() {
+        f(a)
+    } else {
+        crate::queue::relaxed(|| f(a))
+    };
+    if let Err(e) = r {
+        a.dev.defer(during, e);
     }
 }
