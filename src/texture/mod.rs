@@ -962,6 +962,7 @@ fn linear_max_width(a: &Active, format: ArrayFormat, channels: u32) -> Result<us
     Ok(max)
 }
 
+#[inline]
 fn create(a: &Active, res: &sys::CUDA_RESOURCE_DESC, desc: &sys::CUDA_TEXTURE_DESC) -> Result<u64> {
     let mut raw: sys::CUtexObject = 0;
     // SAFETY: the context is current; the resource names a live array, mipmapped array or
