@@ -714,8 +714,18 @@ CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
 // Arrays and texture objects (for the harness's `overhead` figures): handles only.
 CUresult cuArray3DCreate_v2(void **a, const void *desc) { in_ctx("cuArray3DCreate"); *a = (void *)make(); OK; }
 CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); OK; }
-CUresult cuTexObjectCreate(uint64_t *t, const void *res, const void *tex, const void *view) { in_ctx("cuTexObjectCreate"); *t = make(); OK; }
-CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); handle_ok(t, "cuTexObjectDestroy (stale)"); OK; }
+// NULLDRV_TEX_POLLUTE_KB=n: texture create and destroy each write n KiB (one store per 64-byte
+// line), evicting the caller's data from the caches as the real driver's microseconds of work
+// do (for the overhead probe: the crate's cache misses after a driver call, not only its
+// instructions).
+static void tex_pollute(void) {
+  static long kb = -1;
+  static volatile unsigned char *buf;
+  if (kb < 0) { const char *m = getenv("NULLDRV_TEX_POLLUTE_KB"); kb = m ? atol(m) : 0; if (kb > 0) buf = malloc(kb * 1024); if (!buf) kb = 0; }
+  for (long i = 0; i < kb * 1024; i += 64) buf[i]++;
+}
+CUresult cuTexObjectCreate(uint64_t *t, const void *res, const void *tex, const void *view) { in_ctx("cuTexObjectCreate"); tex_pollute(); *t = make(); OK; }
+CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); tex_pollute(); handle_ok(t, "cuTexObjectDestroy (stale)"); OK; }
 CUresult cuGraphLaunch(void *e, void *s) {
   in_ctx("cuGraphLaunch");
   handle_ok((uint64_t)e, "cuGraphLaunch (stale executable)");

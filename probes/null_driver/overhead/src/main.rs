@@ -6,6 +6,12 @@
 //!
 //! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|glaunch|alloc|sizes]`
 //! (`N` iterations per figure, default a million).
+//!
+//! `NULLDRV_TEX_POLLUTE_KB=128` makes the null driver's texture create and destroy write that
+//! much memory, evicting the crate's data from the first-level cache as the real driver's work
+//! does: under `valgrind --tool=cachegrind --cache-sim=yes` the D1 misses per create + destroy
+//! beyond the driver's own writes are then the cache lines the crate touches (wall-clock
+//! figures with it are too noisy to compare).
 
 use cuda_runtime::graph::Graph;
 use cuda_runtime::{
