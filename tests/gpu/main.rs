@@ -7,7 +7,12 @@
 //! Under compute-sanitizer, stretch the watchdogs of the child-process tests and leave out the
 //! one test that faults on purpose (its illegal address is the point of it):
 //! `CUDA_RUNTIME_TEST_SLOW=10 GPU_TIMEOUT=560 SANITIZE_TOOLS=memcheck bash .gpu/run.sh sanitize --
-//! --skip sticky_error_in_a_child_process` (one tool per run: each takes minutes).
+//! --skip sticky_error_in_a_child_process` (one tool per run: each takes minutes). Or every test
+//! alone in its own process under each of memcheck, racecheck and synccheck, many side by side:
+//! `bash scripts/gpu-verify sanitize-each` (about 400 s on four H200s). Under the tools:
+//! `CUDA_RUNTIME_TEST_GPU_SHARED=1` makes the checks of free memory against a baseline report
+//! instead of failing (other processes share the GPU), and `CUDA_RUNTIME_TEST_TOOL=racecheck`
+//! leaves out the transpose test's 2^27-block grid (too slow under that tool).
 
 mod capture;
 mod common;
