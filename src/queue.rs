@@ -999,6 +999,9 @@ pub struct Use<'a> {
     pub(crate) device_address: bool,
     /// The work may be another device's (a peer copy's side).
     pub(crate) peer: bool,
+    /// A texture or surface object's handle (its tracker), which a graph cannot keep: refused
+    /// in captures ([`Use::object`]).
+    pub(crate) object: bool,
 }
 
 impl<'a> Use<'a> {
@@ -1010,7 +1013,26 @@ impl<'a> Use<'a> {
             write,
             device_address: true,
             peer: false,
+            object: false,
         }
+    }
+
+    /// A kernel's use of a texture or surface object's handle, noted on the object's tracker
+    /// (which its destroy waits for). Refused in captures: a graph would keep the tracker, not
+    /// the object, whose handle (and an array only it keeps) could be destroyed while the
+    /// graph can still replay.
+    #[inline]
+    pub(crate) fn object(tracker: &'a crate::memory::Alloc) -> Use<'a> {
+        Use {
+            object: true,
+            ..Use::device(tracker, false)
+        }
+    }
+
+    /// Whether this is a texture or surface object's use ([`Use::object`]).
+    #[inline]
+    pub(crate) fn is_object(&self) -> bool {
+        self.object
     }
 
     /// The page-locked side of a copy.
@@ -1021,6 +1043,7 @@ impl<'a> Use<'a> {
             write,
             device_address: false,
             peer: false,
+            object: false,
         }
     }
 
@@ -1032,6 +1055,7 @@ impl<'a> Use<'a> {
             write,
             device_address: true,
             peer: true,
+            object: false,
         }
     }
 }
@@ -1166,6 +1190,17 @@ impl<'q> Lane<'q> {
                     reason: crate::graph::capture::refusal(call),
                 });
             };
+            if uses.iter().any(Use::is_object) {
+                // The graph would keep the memory behind a texture or surface object, not the
+                // object: its handle (and an array only it kept) could be destroyed while the
+                // graph can still replay. Refused here for every launch path, the crate's own
+                // kernel wrappers included (review finding: `EmbeddedKernel::launch` captured
+                // them).
+                return Err(Error::NotCapturable {
+                    call,
+                    reason: "texture and surface objects cannot be used in captured kernels yet",
+                });
+            }
             let (device, generation) = self.a.id();
             let mut tokens: Tokens = Vec::with_capacity(uses.len() + 1);
             for u in uses {

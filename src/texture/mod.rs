@@ -909,7 +909,7 @@ impl<'a> TextureObject<'a> {
         };
         (
             self.raw,
-            Use::device(&self.track, false),
+            Use::object(&self.track),
             Use::device(backing, false),
         )
     }

@@ -89,11 +89,7 @@ impl SurfaceObject {
             Some(a) => &a.track,
             None => &self.track,
         };
-        (
-            self.raw,
-            Use::device(&self.track, false),
-            Use::device(array, true),
-        )
+        (self.raw, Use::object(&self.track), Use::device(array, true))
     }
 }
 

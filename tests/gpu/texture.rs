@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 use crate::common::{assert_same, rng, run_in_child_within};
 use cuda_runtime::texture::cpu::{cubemap_direction, CpuTexture};
 use cuda_runtime::{
-    copy_3d, copy_3d_async, kernels, AddressMode, Array, ArrayFlags, ArrayFormat, ArrayShape,
-    ChannelDesc, Copy3D, Device, DeviceAttribute, DeviceBuffer, Error, ErrorCode, Extent,
-    FilterMode, HostPitched, HostPitchedMut, LaunchConfig, MipmappedArray, PitchedBuffer, Pos,
-    ReadMode, Stream, StreamFlags, SurfaceObject, Texel, TexelScalar, TextureDesc, TextureObject,
+    copy_3d, copy_3d_async, graph::capture::CaptureMode, kernels, AddressMode, Array, ArrayFlags,
+    ArrayFormat, ArrayShape, ChannelDesc, Copy3D, Device, DeviceAttribute, DeviceBuffer, Error,
+    ErrorCode, Extent, FilterMode, HostPitched, HostPitchedMut, LaunchConfig, MipmappedArray,
+    PitchedBuffer, Pos, ReadMode, Stream, StreamFlags, SurfaceObject, Texel, TexelScalar,
+    TextureDesc, TextureObject,
 };
 
 // Exclusive: tests that assert a call returned while a host function stalls a stream. Another
@@ -45,6 +46,7 @@ crate::tests![
     user_launch_with_a_texture_keeps_it_until_the_kernel_ran,
     overlapping_copies_within_one_mipmap_level_are_refused,
     crate_kernels_refuse_textures_of_another_kind,
+    crate_texture_kernels_are_refused_in_captures,
     ;
     exclusive:
     dropping_textures_and_arrays_under_queued_kernels_is_safe,
@@ -1634,4 +1636,44 @@ fn an_array_dropped_beside_a_stalled_stream_holds_up_no_other_call() {
         &data,
     );
     drop((tex, ev));
+}
+
+/// The crate's own texture and surface kernels on a captured stream are refused, and the
+/// capture's end fails (review finding, fourteenth session: they were captured; the graph kept
+/// the memory, not the objects, so dropping the texture, the surface and the array let their
+/// handles be destroyed while the executable could still replay them). Outside the capture the
+/// same launches work and their results match the data.
+fn crate_texture_kernels_are_refused_in_captures() {
+    let mut r = rng();
+    let s = Stream::new().unwrap();
+    let (w, h) = (r.usize(1..64), r.usize(1..32));
+    let data = random_texels::<f32>(&mut r, w * h);
+    let mut a = Array::<f32>::new_2d(w, h, ArrayFlags::SURFACE_LOAD_STORE).unwrap();
+    a.copy_from_host(&vec![f32::NAN; w * h]).unwrap();
+    let tex = TextureObject::from_array(&a, &TextureDesc::default()).unwrap();
+    let xy: Vec<f32> = (0..w * h)
+        .flat_map(|i| [(i % w) as f32 + 0.5, (i / w) as f32 + 0.5])
+        .collect();
+    let xy = DeviceBuffer::from_slice(&xy).unwrap();
+    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; 4 * w * h]).unwrap();
+    let d = DeviceBuffer::from_slice(&data).unwrap();
+    {
+        let mut surf = SurfaceObject::new(&a).unwrap();
+        let cap = s.begin_capture(CaptureMode::Global).unwrap();
+        let e = kernels::texture::surf_write_2d(&s, &cfg(w * h), &mut surf, &d, w as i32, h as i32)
+            .unwrap_err();
+        assert!(matches!(e, Error::NotCapturable { .. }), "surface: {e:?}");
+        assert!(cap.end().is_err(), "the capture's end must fail");
+        // Outside a capture the same write works.
+        kernels::texture::surf_write_2d(&s, &cfg(w * h), &mut surf, &d, w as i32, h as i32)
+            .unwrap();
+    }
+    let cap = s.begin_capture(CaptureMode::Relaxed).unwrap();
+    let e = kernels::texture::sample_2d(&s, &cfg(w * h), &tex, &xy, &mut out).unwrap_err();
+    assert!(matches!(e, Error::NotCapturable { .. }), "texture: {e:?}");
+    assert!(cap.end().is_err(), "the capture's end must fail");
+    kernels::texture::sample_2d(&s, &cfg(w * h), &tex, &xy, &mut out).unwrap();
+    s.synchronize().unwrap();
+    let got: Vec<f32> = out.to_vec().unwrap().chunks(4).map(|c| c[0]).collect();
+    assert_same("fetches after the refused capture", &got, &data);
 }
