@@ -719,6 +719,14 @@ uint64_t nulldrv_array_destroys(void) { return __atomic_load_n(&array_destroys, 
 uint64_t nulldrv_tex_destroys(void) { return __atomic_load_n(&tex_destroys, __ATOMIC_SEQ_CST); }
 uint64_t nulldrv_surf_destroys(void) { return __atomic_load_n(&surf_destroys, __ATOMIC_SEQ_CST); }
 CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); __atomic_fetch_add(&array_destroys, 1, __ATOMIC_SEQ_CST); OK; }
+// Mipmapped arrays (handles only): a level's handle is the same for every call with that level,
+// as the real driver's is. Batched 3-D copies are counted (ops in `nulldrv_batch_ops`).
+static uint64_t batch_ops;
+uint64_t nulldrv_batch_ops(void) { return __atomic_load_n(&batch_ops, __ATOMIC_SEQ_CST); }
+CUresult cuMipmappedArrayCreate(void **h, const void *desc, unsigned levels) { in_ctx("cuMipmappedArrayCreate"); *h = (void *)make(); OK; }
+CUresult cuMipmappedArrayGetLevel(void **a, void *h, unsigned level) { in_ctx("cuMipmappedArrayGetLevel"); handle_ok((uint64_t)h, "cuMipmappedArrayGetLevel (stale)"); *a = (void *)((uint64_t)h | ((uint64_t)(level + 1) << 48)); OK; }
+CUresult cuMipmappedArrayDestroy(void *h) { in_ctx("cuMipmappedArrayDestroy"); handle_ok((uint64_t)h, "cuMipmappedArrayDestroy (stale)"); OK; }
+CUresult cuMemcpy3DBatchAsync_v2(size_t n, void *ops, unsigned long long flags, void *s) { queued((uint64_t)s, "cuMemcpy3DBatchAsync captured without the crate knowing"); in_ctx("cuMemcpy3DBatchAsync"); stream_ok((uint64_t)s, "cuMemcpy3DBatchAsync (stale stream)"); __atomic_fetch_add(&batch_ops, n, __ATOMIC_SEQ_CST); OK; }
 // NULLDRV_TEX_POLLUTE_KB=n: texture create and destroy each write n KiB (one store per 64-byte
 // line), evicting the caller's data from the caches as the real driver's microseconds of work
 // do (for the overhead probe: the crate's cache misses after a driver call, not only its
