@@ -125,7 +125,9 @@ CUresult cuEventCreate(void **e, unsigned f) { in_ctx("cuEventCreate"); *e = (vo
 static CUresult base_cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); stream_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
 static CUresult base_cuEventQuery(void *e) { if (__atomic_load_n(&resetting, __ATOMIC_SEQ_CST)) bad("cuEventQuery during reset"); handle_ok((uint64_t)e, "cuEventQuery (stale)"); OK; }
 static CUresult base_cuEventSynchronize(void *e) { in_ctx("cuEventSynchronize"); handle_ok((uint64_t)e, "cuEventSynchronize (stale)"); OK; }
-CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint64_t)e, "cuEventDestroy (stale)"); OK; }
+static int is_node_event(uint64_t e);
+static uint64_t node_event_destroys;
+CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint64_t)e, "cuEventDestroy (stale)"); if (is_node_event((uint64_t)e)) __atomic_fetch_add(&node_event_destroys, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsync"); stream_ok((uint64_t)s, "cuMemAllocAsync (stale stream)"); *p = make(); OK; }
 CUresult cuDeviceGetMemPool(void **pool, int dev) { (void)dev; *pool = (void *)0x600d; OK; }
 CUresult cuMemAllocFromPoolAsync(uint64_t *p, size_t b, void *pool, void *s) { (void)pool; in_ctx("cuMemAllocFromPoolAsync"); stream_ok((uint64_t)s, "cuMemAllocFromPoolAsync (stale stream)"); *p = make(); OK; }
@@ -368,6 +370,30 @@ CUresult cuEventRecord(void *e, void *s) {
   pthread_mutex_unlock(&cap_mu);
   if (id && ((uint64_t)e & 0xF) == 2) bad("a fence recorded in a capturing stream");
   return r;
+}
+// cudaEventRecordExternal on a capturing stream makes an event record node: the graph refers to
+// the event. Such events are remembered; destroying one counts in nulldrv_node_event_destroys
+// (a scenario checks that none is destroyed while a graph or executable still refers to it).
+#define NODE_EVENTS 4096
+static uint64_t node_events[NODE_EVENTS];
+static uint64_t n_node_events, node_event_destroys;
+uint64_t nulldrv_node_event_destroys(void) { return __atomic_load_n(&node_event_destroys, __ATOMIC_SEQ_CST); }
+static int is_node_event(uint64_t e) {
+  int r = 0;
+  pthread_mutex_lock(&cap_mu);
+  for (uint64_t i = 0; i < n_node_events; i++) if (node_events[i] == e) r = 1;
+  pthread_mutex_unlock(&cap_mu);
+  return r;
+}
+CUresult cuEventRecordWithFlags(void *e, void *s, unsigned f) {
+  if (!(f & 1) || capturing((uint64_t)s) != 1) return cuEventRecord(e, s);
+  queued((uint64_t)s, "cuEventRecordWithFlags captured without the crate knowing");
+  in_ctx("cuEventRecordWithFlags");
+  handle_ok((uint64_t)e, "cuEventRecordWithFlags (stale event)");
+  pthread_mutex_lock(&cap_mu);
+  if (n_node_events < NODE_EVENTS) node_events[n_node_events++] = (uint64_t)e;
+  pthread_mutex_unlock(&cap_mu);
+  OK;
 }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
   CUresult r = base_cuStreamWaitEvent(s, e, f);

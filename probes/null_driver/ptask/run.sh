@@ -73,3 +73,8 @@ LD_LIBRARY_PATH="$out" "$out/target/release/tex_capture"
 # writing the same texel, must be refused before the driver (the batch's copies run in no order).
 echo "== batch_level"
 LD_LIBRARY_PATH="$out" "$out/target/release/batch_level"
+# Review rev-a14: an external event record (cudaEventRecordExternal) on a capturing stream is
+# an event record node naming the event; the capture kept nothing, so dropping the event
+# destroyed it while the executable still recorded it (now refused).
+echo "== ext_event_capture"
+LD_LIBRARY_PATH="$out" "$out/target/release/ext_event_capture"
