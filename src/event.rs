@@ -237,17 +237,16 @@ impl Event {
             }
             Ok(Vec::new())
         };
-        let (r, capture) =
-            lane.submit_capturable_id(call, &[], &mut keep, |a, raw| match flags {
-                // SAFETY: event and stream are live in the current context (same generation,
-                // entered); known flag bits only.
-                Some(f) => a.check(
-                    unsafe { sys::cuEventRecordWithFlags(ev, raw, f.bits()) },
-                    "cuEventRecordWithFlags",
-                ),
-                // SAFETY: as above.
-                None => a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord"),
-            });
+        let (r, capture) = lane.submit_capturable_id(call, &[], &mut keep, |a, raw| match flags {
+            // SAFETY: event and stream are live in the current context (same generation,
+            // entered); known flag bits only.
+            Some(f) => a.check(
+                unsafe { sys::cuEventRecordWithFlags(ev, raw, f.bits()) },
+                "cuEventRecordWithFlags",
+            ),
+            // SAFETY: as above.
+            None => a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord"),
+        });
         r?;
         // Recorded in a capture: unusable outside it until recorded again elsewhere.
         self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);
