@@ -430,7 +430,8 @@ fn event_recorded_in_a_capture_is_refused_until_recorded_again() {
 /// An external event record on a capturing stream (`cudaEventRecordExternal`) would be an
 /// event record node naming an event the graph does not keep (review rev-a14: dropping the
 /// event destroyed it while the executable still recorded it). Refused; the end fails; outside
-/// a capture the same record works.
+/// a capture the driver refuses the flag (`cudaErrorIllegalState`, as libcudart) and a plain
+/// record works.
 fn external_event_records_are_refused_in_captures() {
     let s = Stream::new().unwrap();
     let ev = Event::new().unwrap();
@@ -442,9 +443,15 @@ fn external_event_records_are_refused_in_captures() {
         .unwrap_err();
     assert!(matches!(e, Error::NotCapturable { .. }), "{e:?}");
     assert!(cap.end().is_err(), "the capture's end must fail");
-    ev.record_with_flags(&s, EventRecordFlags::EXTERNAL)
-        .unwrap();
+    let e = ev
+        .record_with_flags(&s, EventRecordFlags::EXTERNAL)
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::IllegalState, "{e}");
+    // The refusal left the stream and the event usable.
+    x.memset_u32_async(7, &s).unwrap();
+    ev.record_with_flags(&s, EventRecordFlags::empty()).unwrap();
     ev.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![7; 8]);
 }
 
 fn host_copies_and_fnonce_host_functions_are_refused_and_poison_the_capture() {

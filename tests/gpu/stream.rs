@@ -10,11 +10,12 @@ crate::tests![
     stream_flags_and_priorities,
     default_streams_are_usable,
     host_function_panic_is_reported,
-    host_function_panic_is_reported_through_any_handle,
     events_time_and_order,
     wait_event_orders_streams;
     // Exclusive: it asserts the device has no deferred errors, which other tests could add.
-    exclusive: host_functions_run_in_stream_order
+    exclusive: host_functions_run_in_stream_order,
+    // Exclusive: its panics are the legacy stream's and the device's, which every test shares.
+    host_function_panic_is_reported_through_any_handle
 ];
 
 fn stream_flags_and_priorities() {
@@ -100,7 +101,7 @@ fn host_function_panic_is_reported() {
     s.synchronize().unwrap();
 }
 
-/// Review rev-c14 (NOT yet run on a GPU): the panic is the stream's, not the handle's: a second
+/// Review rev-c14: the panic is the stream's, not the handle's: a second
 /// `Stream::legacy()` reports it, and a created stream dropped unsynchronized leaves it as a
 /// deferred error of the device (both were lost).
 fn host_function_panic_is_reported_through_any_handle() {

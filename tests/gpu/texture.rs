@@ -46,9 +46,10 @@ crate::tests![
     user_launch_with_a_texture_keeps_it_until_the_kernel_ran,
     overlapping_copies_within_one_mipmap_level_are_refused,
     crate_kernels_refuse_textures_of_another_kind,
-    crate_texture_kernels_are_refused_in_captures,
     ;
     exclusive:
+    // A global capture on a blocking stream refuses other threads' legacy-stream work.
+    crate_texture_kernels_are_refused_in_captures,
     dropping_textures_and_arrays_under_queued_kernels_is_safe,
     an_array_dropped_beside_a_stalled_stream_holds_up_no_other_call,
 ];
