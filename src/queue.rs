@@ -1821,38 +1821,43 @@ pub(crate) fn frees_unwaited(device: i32) -> bool {
 
 /// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
 /// deferred frees of the device finish (up to two seconds) and tries once more.
+///
+/// Inline: the first try is the allocation call itself, with nothing around it (the retry is
+/// out of line), so the driver's result is checked in registers, not moved through memory.
+#[inline]
 pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
-    const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
     match f() {
-        Err(e) if e.code() == OOM => {
-            let device = a.dev.ordinal;
-            let end = Instant::now() + Duration::from_secs(2);
-            loop {
-                let pending = reclaim(device, Duration::from_millis(20));
-                a.rebind()?;
-                let _ = wait_free_stream(a);
-                match f() {
-                    // (Not while a reset of the device waits for this thread's entry.)
-                    Err(e)
-                        if e.code() == OOM
-                            && pending
-                            && Instant::now() < end
-                            && !a.reset_waiting() =>
-                    {
-                        // Frees still pending: those that wait for work on other threads'
-                        // per-thread streams wait for their owners' answers, which may never
-                        // come while this thread waits (an owner may be waiting for it): that
-                        // work is completed as `Device::synchronize` would, on a thread of its
-                        // own, waited for within what is left of the patience (review finding:
-                        // the allocation failed after 2 s where libcudart's `cudaFree` would
-                        // have returned the memory). Then the frees are waited for again.
-                        settle_asked(device, end.saturating_duration_since(Instant::now()));
-                    }
-                    r => return r,
-                }
-            }
-        }
+        Err(e) if e.code() == OOM => alloc_retry_slow(a, f),
         r => r,
+    }
+}
+
+const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
+
+/// [`alloc_retry`] once the first try failed for lack of memory.
+#[cold]
+#[inline(never)]
+fn alloc_retry_slow<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let device = a.dev.ordinal;
+    let end = Instant::now() + Duration::from_secs(2);
+    loop {
+        let pending = reclaim(device, Duration::from_millis(20));
+        a.rebind()?;
+        let _ = wait_free_stream(a);
+        match f() {
+            // (Not while a reset of the device waits for this thread's entry.)
+            Err(e) if e.code() == OOM && pending && Instant::now() < end && !a.reset_waiting() => {
+                // Frees still pending: those that wait for work on other threads' per-thread
+                // streams wait for their owners' answers, which may never come while this
+                // thread waits (an owner may be waiting for it): that work is completed as
+                // `Device::synchronize` would, on a thread of its own, waited for within what
+                // is left of the patience (review finding: the allocation failed after 2 s
+                // where libcudart's `cudaFree` would have returned the memory). Then the frees
+                // are waited for again.
+                settle_asked(device, end.saturating_duration_since(Instant::now()));
+            }
+            r => return r,
+        }
     }
 }
 
