@@ -992,7 +992,11 @@ impl Uses {
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Use<'a> {
+    /// The memory, admitted (device, generation, host access, stream order) before the work.
     pub(crate) alloc: &'a crate::memory::Alloc,
+    /// Where the use is noted: the memory's own list (`alloc.uses`), or, for a texture or
+    /// surface object, the object's ([`Use::object`]).
+    pub(crate) uses: &'a Uses,
     pub(crate) write: bool,
     /// The work uses the memory's device address (kernels, device-to-device copies), so
     /// page-locked memory must be mapped; copies to and from page-locked memory do not.
@@ -1007,6 +1011,7 @@ impl<'a> Use<'a> {
     pub(crate) fn device(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: false,
@@ -1018,8 +1023,24 @@ impl<'a> Use<'a> {
     pub(crate) fn host_copy(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: false,
+            peer: false,
+        }
+    }
+
+    /// A kernel's use of a texture or surface object that reads `memory`: noted in the
+    /// object's own `uses` (which its destroy waits for), admitted as `memory` is. The object
+    /// was made in `memory`'s context, so the memory's checks (device, generation) are the
+    /// object's; the kernel's use of the memory itself is a second [`Use`], noted there.
+    #[inline]
+    pub(crate) fn object(uses: &'a Uses, memory: &'a crate::memory::Alloc) -> Use<'a> {
+        Use {
+            alloc: memory,
+            uses,
+            write: false,
+            device_address: true,
             peer: false,
         }
     }
@@ -1029,6 +1050,7 @@ impl<'a> Use<'a> {
     pub(crate) fn peer(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: true,
@@ -1237,7 +1259,7 @@ impl<'q> Lane<'q> {
             let mut st = q.state.lock();
             let seq = q.next_seq();
             for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
+                u.uses.note(q, seq, u.write);
             }
             if q.capturing(&self.a) {
                 Ok(())
@@ -1255,7 +1277,7 @@ impl<'q> Lane<'q> {
             // only its own thread can begin a capture, and it is here.)
             let seq = entry.number(q);
             for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
+                u.uses.note(q, seq, u.write);
             }
             Ok(())
         };

@@ -726,6 +726,8 @@ static void tex_pollute(void) {
 }
 CUresult cuTexObjectCreate(uint64_t *t, const void *res, const void *tex, const void *view) { in_ctx("cuTexObjectCreate"); tex_pollute(); *t = make(); OK; }
 CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); tex_pollute(); handle_ok(t, "cuTexObjectDestroy (stale)"); OK; }
+CUresult cuSurfObjectCreate(uint64_t *s, const void *res) { in_ctx("cuSurfObjectCreate"); *s = make(); OK; }
+CUresult cuSurfObjectDestroy(uint64_t s) { in_ctx("cuSurfObjectDestroy"); handle_ok(s, "cuSurfObjectDestroy (stale)"); OK; }
 CUresult cuGraphLaunch(void *e, void *s) {
   in_ctx("cuGraphLaunch");
   handle_ok((uint64_t)e, "cuGraphLaunch (stale executable)");
