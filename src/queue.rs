@@ -1045,6 +1045,13 @@ impl<'a> Use<'a> {
         }
     }
 
+    /// Whether this is a texture or surface object's use ([`Use::object`]), noted on the
+    /// object rather than on the memory.
+    #[inline]
+    pub(crate) fn is_object(&self) -> bool {
+        !std::ptr::eq(self.uses, &self.alloc.uses)
+    }
+
     /// A side of a copy that may be another device's memory.
     #[inline]
     pub(crate) fn peer(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
@@ -1188,6 +1195,17 @@ impl<'q> Lane<'q> {
                     reason: crate::graph::capture::refusal(call),
                 });
             };
+            if uses.iter().any(Use::is_object) {
+                // The graph would keep the memory behind a texture or surface object, not the
+                // object: its handle (and an array only it kept) could be destroyed while the
+                // graph can still replay. Refused here for every launch path, the crate's own
+                // kernel wrappers included (review finding: `EmbeddedKernel::launch` captured
+                // them).
+                return Err(Error::NotCapturable {
+                    call,
+                    reason: "texture and surface objects cannot be used in captured kernels yet",
+                });
+            }
             let (device, generation) = self.a.id();
             let mut tokens: Tokens = Vec::with_capacity(uses.len() + 1);
             for u in uses {

@@ -713,7 +713,12 @@ CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params) {
 }
 // Arrays and texture objects (for the harness's `overhead` figures): handles only.
 CUresult cuArray3DCreate_v2(void **a, const void *desc) { in_ctx("cuArray3DCreate"); *a = (void *)make(); OK; }
-CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); OK; }
+// Destroys counted (for the scenarios that check an object outlives a graph that refers to it).
+static uint64_t array_destroys, tex_destroys, surf_destroys;
+uint64_t nulldrv_array_destroys(void) { return __atomic_load_n(&array_destroys, __ATOMIC_SEQ_CST); }
+uint64_t nulldrv_tex_destroys(void) { return __atomic_load_n(&tex_destroys, __ATOMIC_SEQ_CST); }
+uint64_t nulldrv_surf_destroys(void) { return __atomic_load_n(&surf_destroys, __ATOMIC_SEQ_CST); }
+CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); __atomic_fetch_add(&array_destroys, 1, __ATOMIC_SEQ_CST); OK; }
 // NULLDRV_TEX_POLLUTE_KB=n: texture create and destroy each write n KiB (one store per 64-byte
 // line), evicting the caller's data from the caches as the real driver's microseconds of work
 // do (for the overhead probe: the crate's cache misses after a driver call, not only its
@@ -725,9 +730,9 @@ static void tex_pollute(void) {
   for (long i = 0; i < kb * 1024; i += 64) buf[i]++;
 }
 CUresult cuTexObjectCreate(uint64_t *t, const void *res, const void *tex, const void *view) { in_ctx("cuTexObjectCreate"); tex_pollute(); *t = make(); OK; }
-CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); tex_pollute(); handle_ok(t, "cuTexObjectDestroy (stale)"); OK; }
+CUresult cuTexObjectDestroy(uint64_t t) { in_ctx("cuTexObjectDestroy"); tex_pollute(); handle_ok(t, "cuTexObjectDestroy (stale)"); __atomic_fetch_add(&tex_destroys, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuSurfObjectCreate(uint64_t *s, const void *res) { in_ctx("cuSurfObjectCreate"); *s = make(); OK; }
-CUresult cuSurfObjectDestroy(uint64_t s) { in_ctx("cuSurfObjectDestroy"); handle_ok(s, "cuSurfObjectDestroy (stale)"); OK; }
+CUresult cuSurfObjectDestroy(uint64_t s) { in_ctx("cuSurfObjectDestroy"); handle_ok(s, "cuSurfObjectDestroy (stale)"); __atomic_fetch_add(&surf_destroys, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuGraphLaunch(void *e, void *s) {
   in_ctx("cuGraphLaunch");
   handle_ok((uint64_t)e, "cuGraphLaunch (stale executable)");

@@ -64,3 +64,8 @@ NULLDRV_MAX_ALLOCS=6 LD_LIBRARY_PATH="$out" "$out/target/release/r4_stress" 20
 # begin or join waits for it: later begins and joins must not wait again (they did, 2 s each).
 echo "== r5_stuck (a synchronize takes 20 s)"
 NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=20000 NULLDRV_CTXSYNC_STRICT=1 LD_LIBRARY_PATH="$out" "$out/target/release/r5_stuck"
+# The sixth review's (fourteenth session, wip/perf14): a texture or surface object handed to one
+# of the crate's kernel wrappers on a capturing stream must be refused (it was captured: the
+# object and its array were destroyed while the executable still referred to them).
+echo "== tex_capture"
+LD_LIBRARY_PATH="$out" "$out/target/release/tex_capture"

@@ -18,3 +18,16 @@ pub fn violations() -> u64 {
         f()
     }
 }
+
+/// A `uint64_t name(void)` counter of the loaded null driver (e.g. `nulldrv_tex_destroys`).
+pub fn count(name: &str) -> u64 {
+    // SAFETY: as in `violations`: the null driver is loaded and exports the counter.
+    unsafe {
+        let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
+        let sym = std::ffi::CString::new(name).unwrap();
+        let f = dlsym(dlopen(lib.as_ptr(), 1 | 4), sym.as_ptr());
+        assert!(!f.is_null(), "not running against the null driver: no {name}");
+        let f: extern "C" fn() -> u64 = std::mem::transmute(f);
+        f()
+    }
+}
