@@ -992,16 +992,17 @@ impl Uses {
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Use<'a> {
+    /// The memory, admitted (device, generation, host access, stream order) before the work.
     pub(crate) alloc: &'a crate::memory::Alloc,
+    /// Where the use is noted: the memory's own list (`alloc.uses`), or, for a texture or
+    /// surface object, the object's ([`Use::object`]).
+    pub(crate) uses: &'a Uses,
     pub(crate) write: bool,
     /// The work uses the memory's device address (kernels, device-to-device copies), so
     /// page-locked memory must be mapped; copies to and from page-locked memory do not.
     pub(crate) device_address: bool,
     /// The work may be another device's (a peer copy's side).
     pub(crate) peer: bool,
-    /// A texture or surface object's handle (its tracker), which a graph cannot keep: refused
-    /// in captures ([`Use::object`]).
-    pub(crate) object: bool,
 }
 
 impl<'a> Use<'a> {
@@ -1010,29 +1011,11 @@ impl<'a> Use<'a> {
     pub(crate) fn device(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: false,
-            object: false,
         }
-    }
-
-    /// A kernel's use of a texture or surface object's handle, noted on the object's tracker
-    /// (which its destroy waits for). Refused in captures: a graph would keep the tracker, not
-    /// the object, whose handle (and an array only it keeps) could be destroyed while the
-    /// graph can still replay.
-    #[inline]
-    pub(crate) fn object(tracker: &'a crate::memory::Alloc) -> Use<'a> {
-        Use {
-            object: true,
-            ..Use::device(tracker, false)
-        }
-    }
-
-    /// Whether this is a texture or surface object's use ([`Use::object`]).
-    #[inline]
-    pub(crate) fn is_object(&self) -> bool {
-        self.object
     }
 
     /// The page-locked side of a copy.
@@ -1040,11 +1023,33 @@ impl<'a> Use<'a> {
     pub(crate) fn host_copy(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: false,
             peer: false,
-            object: false,
         }
+    }
+
+    /// A kernel's use of a texture or surface object that reads `memory`: noted in the
+    /// object's own `uses` (which its destroy waits for), admitted as `memory` is. The object
+    /// was made in `memory`'s context, so the memory's checks (device, generation) are the
+    /// object's; the kernel's use of the memory itself is a second [`Use`], noted there.
+    #[inline]
+    pub(crate) fn object(uses: &'a Uses, memory: &'a crate::memory::Alloc) -> Use<'a> {
+        Use {
+            alloc: memory,
+            uses,
+            write: false,
+            device_address: true,
+            peer: false,
+        }
+    }
+
+    /// Whether this is a texture or surface object's use ([`Use::object`]), noted on the
+    /// object rather than on the memory.
+    #[inline]
+    pub(crate) fn is_object(&self) -> bool {
+        !std::ptr::eq(self.uses, &self.alloc.uses)
     }
 
     /// A side of a copy that may be another device's memory.
@@ -1052,10 +1057,10 @@ impl<'a> Use<'a> {
     pub(crate) fn peer(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: true,
-            object: false,
         }
     }
 }
@@ -1272,7 +1277,7 @@ impl<'q> Lane<'q> {
             let mut st = q.state.lock();
             let seq = q.next_seq();
             for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
+                u.uses.note(q, seq, u.write);
             }
             if q.capturing(&self.a) {
                 Ok(())
@@ -1290,7 +1295,7 @@ impl<'q> Lane<'q> {
             // only its own thread can begin a capture, and it is here.)
             let seq = entry.number(q);
             for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
+                u.uses.note(q, seq, u.write);
             }
             Ok(())
         };
@@ -1856,38 +1861,43 @@ pub(crate) fn frees_unwaited(device: i32) -> bool {
 
 /// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
 /// deferred frees of the device finish (up to two seconds) and tries once more.
+///
+/// Inline: the first try is the allocation call itself, with nothing around it (the retry is
+/// out of line), so the driver's result is checked in registers, not moved through memory.
+#[inline]
 pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
-    const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
     match f() {
-        Err(e) if e.code() == OOM => {
-            let device = a.dev.ordinal;
-            let end = Instant::now() + Duration::from_secs(2);
-            loop {
-                let pending = reclaim(device, Duration::from_millis(20));
-                a.rebind()?;
-                let _ = wait_free_stream(a);
-                match f() {
-                    // (Not while a reset of the device waits for this thread's entry.)
-                    Err(e)
-                        if e.code() == OOM
-                            && pending
-                            && Instant::now() < end
-                            && !a.reset_waiting() =>
-                    {
-                        // Frees still pending: those that wait for work on other threads'
-                        // per-thread streams wait for their owners' answers, which may never
-                        // come while this thread waits (an owner may be waiting for it): that
-                        // work is completed as `Device::synchronize` would, on a thread of its
-                        // own, waited for within what is left of the patience (review finding:
-                        // the allocation failed after 2 s where libcudart's `cudaFree` would
-                        // have returned the memory). Then the frees are waited for again.
-                        settle_asked(device, end.saturating_duration_since(Instant::now()));
-                    }
-                    r => return r,
-                }
-            }
-        }
+        Err(e) if e.code() == OOM => alloc_retry_slow(a, f),
         r => r,
+    }
+}
+
+const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
+
+/// [`alloc_retry`] once the first try failed for lack of memory.
+#[cold]
+#[inline(never)]
+fn alloc_retry_slow<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let device = a.dev.ordinal;
+    let end = Instant::now() + Duration::from_secs(2);
+    loop {
+        let pending = reclaim(device, Duration::from_millis(20));
+        a.rebind()?;
+        let _ = wait_free_stream(a);
+        match f() {
+            // (Not while a reset of the device waits for this thread's entry.)
+            Err(e) if e.code() == OOM && pending && Instant::now() < end && !a.reset_waiting() => {
+                // Frees still pending: those that wait for work on other threads' per-thread
+                // streams wait for their owners' answers, which may never come while this
+                // thread waits (an owner may be waiting for it): that work is completed as
+                // `Device::synchronize` would, on a thread of its own, waited for within what
+                // is left of the patience (review finding: the allocation failed after 2 s
+                // where libcudart's `cudaFree` would have returned the memory). Then the frees
+                // are waited for again.
+                settle_asked(device, end.saturating_duration_since(Instant::now()));
+            }
+            r => return r,
+        }
     }
 }
 
