@@ -31,7 +31,10 @@ bitflags! {
     pub struct EventRecordFlags: u32 {
         /// During stream capture, record a real event node that others (other graphs, other
         /// streams) can wait on, instead of a capture-internal dependency
-        /// (`cudaEventRecordExternal`). Outside capture it records as usual.
+        /// (`cudaEventRecordExternal`). Outside capture it records as usual. On a stream
+        /// captured by the crate it is refused ([`Error::NotCapturable`]): the node would name
+        /// an event the graph cannot keep alive; add one with
+        /// [`Graph::add_event_record_node`](crate::Graph::add_event_record_node) instead.
         const EXTERNAL = 0x1;
     }
 }
@@ -218,17 +221,32 @@ impl Event {
         let ev = self.raw.0;
         // A record and a stream's wait for this event take turns (see `order`).
         let _order = self.order.lock();
-        let (r, capture) =
-            lane.submit_capturable_id(call, &[], &mut || Ok(Vec::new()), |a, raw| match flags {
-                // SAFETY: event and stream are live in the current context (same generation,
-                // entered); known flag bits only.
-                Some(f) => a.check(
-                    unsafe { sys::cuEventRecordWithFlags(ev, raw, f.bits()) },
-                    "cuEventRecordWithFlags",
-                ),
-                // SAFETY: as above.
-                None => a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord"),
-            });
+        // Called only on a capturing stream. An external record there is an event record node
+        // that names this event at every replay, and the graph could not keep a borrowed
+        // event alive (review finding: the event was destroyed while an executable still
+        // recorded it). Explicit graphs offer such nodes with a kept `Arc<Event>`.
+        let external = flags.is_some_and(|f| f.contains(EventRecordFlags::EXTERNAL));
+        let mut keep = || {
+            if external {
+                return Err(Error::NotCapturable {
+                    call,
+                    reason: "an external event record in a capture would be a graph node \
+                             naming an event the graph cannot keep alive: use \
+                             Graph::add_event_record_node",
+                });
+            }
+            Ok(Vec::new())
+        };
+        let (r, capture) = lane.submit_capturable_id(call, &[], &mut keep, |a, raw| match flags {
+            // SAFETY: event and stream are live in the current context (same generation,
+            // entered); known flag bits only.
+            Some(f) => a.check(
+                unsafe { sys::cuEventRecordWithFlags(ev, raw, f.bits()) },
+                "cuEventRecordWithFlags",
+            ),
+            // SAFETY: as above.
+            None => a.check(unsafe { sys::cuEventRecord(ev, raw) }, "cuEventRecord"),
+        });
         r?;
         // Recorded in a capture: unusable outside it until recorded again elsewhere.
         self.captured.store(capture.unwrap_or(0), Ordering::SeqCst);

@@ -125,7 +125,9 @@ CUresult cuEventCreate(void **e, unsigned f) { in_ctx("cuEventCreate"); *e = (vo
 static CUresult base_cuEventRecord(void *e, void *s) { in_ctx("cuEventRecord"); handle_ok((uint64_t)e, "cuEventRecord (stale event)"); stream_ok((uint64_t)s, "cuEventRecord (stale stream)"); OK; }
 static CUresult base_cuEventQuery(void *e) { if (__atomic_load_n(&resetting, __ATOMIC_SEQ_CST)) bad("cuEventQuery during reset"); handle_ok((uint64_t)e, "cuEventQuery (stale)"); OK; }
 static CUresult base_cuEventSynchronize(void *e) { in_ctx("cuEventSynchronize"); handle_ok((uint64_t)e, "cuEventSynchronize (stale)"); OK; }
-CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint64_t)e, "cuEventDestroy (stale)"); OK; }
+static int is_node_event(uint64_t e);
+static uint64_t node_event_destroys;
+CUresult cuEventDestroy_v2(void *e) { in_ctx("cuEventDestroy"); handle_ok((uint64_t)e, "cuEventDestroy (stale)"); if (is_node_event((uint64_t)e)) __atomic_fetch_add(&node_event_destroys, 1, __ATOMIC_SEQ_CST); OK; }
 CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsync"); stream_ok((uint64_t)s, "cuMemAllocAsync (stale stream)"); *p = make(); OK; }
 CUresult cuDeviceGetMemPool(void **pool, int dev) { (void)dev; *pool = (void *)0x600d; OK; }
 CUresult cuMemAllocFromPoolAsync(uint64_t *p, size_t b, void *pool, void *s) { (void)pool; in_ctx("cuMemAllocFromPoolAsync"); stream_ok((uint64_t)s, "cuMemAllocFromPoolAsync (stale stream)"); *p = make(); OK; }
@@ -368,6 +370,30 @@ CUresult cuEventRecord(void *e, void *s) {
   pthread_mutex_unlock(&cap_mu);
   if (id && ((uint64_t)e & 0xF) == 2) bad("a fence recorded in a capturing stream");
   return r;
+}
+// cudaEventRecordExternal on a capturing stream makes an event record node: the graph refers to
+// the event. Such events are remembered; destroying one counts in nulldrv_node_event_destroys
+// (a scenario checks that none is destroyed while a graph or executable still refers to it).
+#define NODE_EVENTS 4096
+static uint64_t node_events[NODE_EVENTS];
+static uint64_t n_node_events, node_event_destroys;
+uint64_t nulldrv_node_event_destroys(void) { return __atomic_load_n(&node_event_destroys, __ATOMIC_SEQ_CST); }
+static int is_node_event(uint64_t e) {
+  int r = 0;
+  pthread_mutex_lock(&cap_mu);
+  for (uint64_t i = 0; i < n_node_events; i++) if (node_events[i] == e) r = 1;
+  pthread_mutex_unlock(&cap_mu);
+  return r;
+}
+CUresult cuEventRecordWithFlags(void *e, void *s, unsigned f) {
+  if (!(f & 1) || capturing((uint64_t)s) != 1) return cuEventRecord(e, s);
+  queued((uint64_t)s, "cuEventRecordWithFlags captured without the crate knowing");
+  in_ctx("cuEventRecordWithFlags");
+  handle_ok((uint64_t)e, "cuEventRecordWithFlags (stale event)");
+  pthread_mutex_lock(&cap_mu);
+  if (n_node_events < NODE_EVENTS) node_events[n_node_events++] = (uint64_t)e;
+  pthread_mutex_unlock(&cap_mu);
+  OK;
 }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
   CUresult r = base_cuStreamWaitEvent(s, e, f);
@@ -719,6 +745,14 @@ uint64_t nulldrv_array_destroys(void) { return __atomic_load_n(&array_destroys, 
 uint64_t nulldrv_tex_destroys(void) { return __atomic_load_n(&tex_destroys, __ATOMIC_SEQ_CST); }
 uint64_t nulldrv_surf_destroys(void) { return __atomic_load_n(&surf_destroys, __ATOMIC_SEQ_CST); }
 CUresult cuArrayDestroy(void *a) { in_ctx("cuArrayDestroy"); handle_ok((uint64_t)a, "cuArrayDestroy (stale)"); __atomic_fetch_add(&array_destroys, 1, __ATOMIC_SEQ_CST); OK; }
+// Mipmapped arrays (handles only): a level's handle is the same for every call with that level,
+// as the real driver's is. Batched 3-D copies are counted (ops in `nulldrv_batch_ops`).
+static uint64_t batch_ops;
+uint64_t nulldrv_batch_ops(void) { return __atomic_load_n(&batch_ops, __ATOMIC_SEQ_CST); }
+CUresult cuMipmappedArrayCreate(void **h, const void *desc, unsigned levels) { in_ctx("cuMipmappedArrayCreate"); *h = (void *)make(); OK; }
+CUresult cuMipmappedArrayGetLevel(void **a, void *h, unsigned level) { in_ctx("cuMipmappedArrayGetLevel"); handle_ok((uint64_t)h, "cuMipmappedArrayGetLevel (stale)"); *a = (void *)((uint64_t)h | ((uint64_t)(level + 1) << 48)); OK; }
+CUresult cuMipmappedArrayDestroy(void *h) { in_ctx("cuMipmappedArrayDestroy"); handle_ok((uint64_t)h, "cuMipmappedArrayDestroy (stale)"); OK; }
+CUresult cuMemcpy3DBatchAsync_v2(size_t n, void *ops, unsigned long long flags, void *s) { queued((uint64_t)s, "cuMemcpy3DBatchAsync captured without the crate knowing"); in_ctx("cuMemcpy3DBatchAsync"); stream_ok((uint64_t)s, "cuMemcpy3DBatchAsync (stale stream)"); __atomic_fetch_add(&batch_ops, n, __ATOMIC_SEQ_CST); OK; }
 // NULLDRV_TEX_POLLUTE_KB=n: texture create and destroy each write n KiB (one store per 64-byte
 // line), evicting the caller's data from the caches as the real driver's microseconds of work
 // do (for the overhead probe: the crate's cache misses after a driver call, not only its

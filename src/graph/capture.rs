@@ -47,6 +47,10 @@
 //!   the graph) inside captures;
 //! * stream-ordered allocation ([`DeviceBuffer::new_async`](crate::DeviceBuffer::new_async)) on
 //!   a capturing stream (it would be a graph allocation, valid only inside launches);
+//! * external event records ([`EventRecordFlags::EXTERNAL`](crate::EventRecordFlags::EXTERNAL)):
+//!   the record would be a graph node naming an event that the graph cannot keep alive (add
+//!   one to an explicit graph with [`Graph::add_event_record_node`], which keeps an
+//!   `Arc<Event>`);
 //! * graph launches and uploads, texture and surface objects in captured kernels, peer copies,
 //!   and anything else the crate has not audited for replay.
 //!
@@ -89,7 +93,8 @@
 //! [`Event`](crate::Event) remembers this and reports it as [`Error::CapturedEvent`]; waiting on
 //! it from another stream while its capture is open is the fork described above. Records and
 //! waits inside a capture become edges of the graph, not nodes, so the graph refers to no event
-//! (a capturing stream waiting on an event recorded outside the capture is the runtime's
+//! (an external record, which would be a node, is refused;
+//! a capturing stream waiting on an event recorded outside the capture is the runtime's
 //! `cudaErrorStreamCaptureIsolation`; external event nodes are offered by explicit graphs,
 //! [`Graph::add_event_record_node`]).
 //!

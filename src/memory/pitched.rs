@@ -960,6 +960,52 @@ fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s
     }
 }
 
+/// A region of a CUDA array that copy `op` of a batch writes or reads.
+#[derive(Debug, Clone, Copy)]
+struct ArrayBox {
+    op: usize,
+    raw: sys::CUarray,
+    pos: Pos,
+    extent: Extent,
+    write: bool,
+}
+
+impl ArrayBox {
+    fn new(op: usize, raw: sys::CUarray, pos: Pos, extent: Extent, write: bool) -> ArrayBox {
+        ArrayBox {
+            op,
+            raw,
+            pos,
+            extent,
+            write,
+        }
+    }
+
+    fn overlaps(&self, o: &ArrayBox) -> bool {
+        let overlap = |a: usize, b: usize, n: usize, m: usize| {
+            a < b.saturating_add(m) && b < a.saturating_add(n)
+        };
+        self.raw == o.raw
+            && overlap(self.pos.x, o.pos.x, self.extent.width, o.extent.width)
+            && overlap(self.pos.y, o.pos.y, self.extent.height, o.extent.height)
+            && overlap(self.pos.z, o.pos.z, self.extent.depth, o.extent.depth)
+    }
+}
+
+/// Two regions of one array that different copies of a batch touch, one of them writing (the
+/// borrows rule it out but for two handles of one mipmap level): the driver runs a batch's
+/// copies in no order, so the texels would be unspecified.
+fn batch_conflict(boxes: &[ArrayBox]) -> Option<(ArrayBox, ArrayBox)> {
+    for (i, a) in boxes.iter().enumerate() {
+        for b in &boxes[i + 1..] {
+            if a.op != b.op && (a.write || b.write) && a.overlaps(b) {
+                return Some((*a, *b));
+            }
+        }
+    }
+    None
+}
+
 /// 2-D / 3-D copies queued together (`cudaMemcpy3DBatchAsync`) between device-side operands:
 /// pitched device memory ([`PitchedBuffer`], [`DevicePitched`]) and CUDA arrays, of the
 /// stream's device. Each copy is checked as [`copy_3d`] checks it; the batch is one submission
@@ -969,9 +1015,9 @@ fn default_lane<'s>(stream: Option<&'s Stream>, alloc: &Alloc) -> Result<Lane<'s
 /// are borrowed slices (use [`copy_3d_async`], which waits for a host side).
 ///
 /// The driver runs a batch's copies in no order, so they must not depend on each other: the
-/// borrows rule that out (each destination is borrowed exclusively), except for two handles
-/// of one mipmap level ([`MipmappedArray::level`](crate::MipmappedArray::level) twice), where
-/// overlapping copies leave unspecified texels.
+/// borrows rule that out (each destination is borrowed exclusively), and for two handles of
+/// one mipmap level ([`MipmappedArray::level`](crate::MipmappedArray::level) twice) the
+/// submission refuses a region of the level that one copy writes and another reads or writes.
 pub struct Copy3DBatch<'a, T: DeviceRepr> {
     ops: Vec<(&'a dyn PitchedSide<T>, &'a dyn PitchedSide<T>, Copy3D)>,
 }
@@ -1104,6 +1150,8 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
             let elem = size_of::<T>();
             let mut list = Vec::with_capacity(self.ops.len());
             let mut uses = Vec::with_capacity(2 * self.ops.len());
+            // The array regions the copies write and read, for the check across copies below.
+            let mut boxes = Vec::new();
             for (i, (dst, src, p)) in self.ops.iter().enumerate() {
                 let named = |e: Error| Error::InvalidValue {
                     what: CALL,
@@ -1164,6 +1212,12 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
                     flags: 0,
                 };
                 list.push(op);
+                if let Base::Array(raw, _, _) = db {
+                    boxes.push(ArrayBox::new(i, raw, p.dst_pos, p.extent, true));
+                }
+                if let Base::Array(raw, _, _) = sb {
+                    boxes.push(ArrayBox::new(i, raw, p.src_pos, p.extent, false));
+                }
                 if let Base::Device(_, d) | Base::Array(_, d, _) = db {
                     uses.push(Use::device(d, true));
                 }
@@ -1173,6 +1227,25 @@ impl<'a, T: DeviceRepr> Copy3DBatch<'a, T> {
             }
             if list.is_empty() {
                 return Ok(());
+            }
+            if let Some((a, b)) = batch_conflict(&boxes) {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: format!(
+                        "copy {} {} {:?} at {:?} and copy {} {} {:?} at {:?} of one array",
+                        a.op,
+                        if a.write { "writes" } else { "reads" },
+                        a.extent,
+                        a.pos,
+                        b.op,
+                        if b.write { "writes" } else { "reads" },
+                        b.extent,
+                        b.pos,
+                    ),
+                    reason: "the driver runs a batch's copies in no order, so a region of an \
+                             array (two handles of one mipmap level) that one copy writes and \
+                             another reads or writes would get unspecified texels",
+                });
             }
             let lane = stream.lane()?;
             lane.submit(CALL, &uses, |a, raw| {
@@ -1320,6 +1393,31 @@ mod tests {
             }
             done += 1;
         }
+    }
+
+    /// Review finding: two handles of one mipmap level in one batch, one copy writing a region
+    /// that another reads or writes, ran in no order (unspecified texels); now refused. Regions
+    /// of other arrays, disjoint regions, and reads of one region by two copies are accepted.
+    #[test]
+    fn batch_copies_touching_one_array_region_are_refused_across_copies() {
+        let (a, b) = (8usize as sys::CUarray, 16usize as sys::CUarray);
+        let e = Extent::new(4, 4, 1);
+        let bx = |op, raw, x, write| ArrayBox::new(op, raw, Pos::new(x, 0, 0), e, write);
+        // Copy 0 writes a at x 0..4, copy 1 reads a (the other handle) at x 2..6.
+        let c = batch_conflict(&[bx(0, a, 0, true), bx(1, a, 2, false)]).unwrap();
+        assert_eq!((c.0.op, c.1.op), (0, 1));
+        // Two writes of one region.
+        assert!(batch_conflict(&[bx(0, a, 0, true), bx(1, a, 3, true)]).is_some());
+        // Disjoint (x 0..4 and 4..8), another array, two reads, one copy's own sides.
+        assert!(batch_conflict(&[bx(0, a, 0, true), bx(1, a, 4, false)]).is_none());
+        assert!(batch_conflict(&[bx(0, a, 0, true), bx(1, b, 0, false)]).is_none());
+        assert!(batch_conflict(&[bx(0, a, 0, false), bx(1, a, 0, false)]).is_none());
+        assert!(batch_conflict(&[bx(0, a, 0, true), bx(0, a, 0, false)]).is_none());
+        // Extents of different sizes, huge positions: no overflow.
+        let big = ArrayBox::new(2, a, Pos::new(usize::MAX, 0, 0), e, true);
+        assert!(batch_conflict(&[bx(0, a, 0, false), big]).is_none());
+        let wide = ArrayBox::new(3, a, Pos::new(0, 3, 0), Extent::new(100, 1, 1), false);
+        assert!(batch_conflict(&[bx(0, a, 90, true), wide]).is_some());
     }
 
     #[test]

@@ -143,7 +143,35 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
 
     /// The texel at (x, y, z) (z: slice, layer or face), as the texture reads it: converted by
     /// the read mode and sRGB, missing channels 0.
-    pub fn texel(&self, x: usize, y: usize, z: usize) -> [f32; 4] {
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] naming the axis when x, y or z is outside the shape's extent
+    /// (review finding: an x past the row read a texel of the next row, and larger values
+    /// panicked on the index or its arithmetic).
+    pub fn texel(&self, x: usize, y: usize, z: usize) -> Result<[f32; 4]> {
+        for (what, v, n) in [
+            ("CpuTexture::texel x", x, self.dims[0]),
+            ("CpuTexture::texel y", y, self.dims[1]),
+            (
+                "CpuTexture::texel z (slice, layer or face)",
+                z,
+                self.dims[2],
+            ),
+        ] {
+            if v >= n {
+                return Err(Error::OutOfRange {
+                    what,
+                    start: v,
+                    end: v.saturating_add(1),
+                    len: n,
+                });
+            }
+        }
+        Ok(self.texel_at(x, y, z))
+    }
+
+    /// [`texel`](Self::texel) at coordinates the addressing produced (within the extent).
+    fn texel_at(&self, x: usize, y: usize, z: usize) -> [f32; 4] {
         let t = &self.data[(z * self.dims[1] + y) * self.dims[0] + x];
         let mut out = [0f32; 4];
         let norm = self.desc.read_mode == ReadMode::NormalizedFloat;
@@ -160,7 +188,7 @@ impl<'a, T: Texel> CpuTexture<'a, T> {
 
     fn texel_or_border(&self, x: Idx, y: Idx, z: usize) -> [f32; 4] {
         match (x, y) {
-            (Some(x), Some(y)) => self.texel(x, y, z),
+            (Some(x), Some(y)) => self.texel_at(x, y, z),
             _ => self.border(),
         }
     }
@@ -380,6 +408,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn texels_outside_the_extent_are_errors_not_other_texels_or_panics() {
+        let data = [1.0f32, 2.0, 3.0, 4.0];
+        let shape = ArrayShape::D2 {
+            width: 2,
+            height: 2,
+        };
+        let t = CpuTexture::new(&data, shape, TextureDesc::default()).unwrap();
+        assert_eq!(t.texel(1, 1, 0).unwrap()[0], 4.0);
+        // x = 2 was texel (0, 1), (9, 9, 9) an index panic, usize::MAX an overflow panic.
+        for (x, y, z, axis) in [
+            (2, 0, 0, "x"),
+            (0, 2, 0, "y"),
+            (0, 0, 1, "z"),
+            (9, 9, 9, "x"),
+            (usize::MAX, 1, 0, "x"),
+            (0, usize::MAX, 0, "y"),
+        ] {
+            let e = t.texel(x, y, z).unwrap_err();
+            assert!(matches!(e, Error::OutOfRange { .. }), "{e}");
+            assert!(e.to_string().contains(&format!("texel {axis}")), "{e}");
+        }
+    }
+
+    #[test]
     fn empty_and_overflowing_shapes_are_errors_not_panics() {
         let d = TextureDesc::default();
         let e = CpuTexture::new(&[] as &[f32], ArrayShape::D1 { width: 0 }, d);
@@ -586,20 +638,23 @@ mod tests {
         };
         let shape = ArrayShape::D1 { width: 1 };
         let t = CpuTexture::new(&data, shape, d).unwrap();
-        assert_eq!(t.texel(0, 0, 0), [1.0, 128.0 / 255.0, 0.0, 64.0 / 255.0]);
+        assert_eq!(
+            t.texel(0, 0, 0).unwrap(),
+            [1.0, 128.0 / 255.0, 0.0, 64.0 / 255.0]
+        );
         let s = CpuTexture::new(&data, shape, TextureDesc { srgb: true, ..d }).unwrap();
-        let v = s.texel(0, 0, 0);
+        let v = s.texel(0, 0, 0).unwrap();
         assert_eq!(v[0], 1.0);
         assert!((v[1] - 0.215_860_5).abs() < 1e-6, "{}", v[1]);
         assert_eq!(v[3], 64.0 / 255.0, "alpha is not converted");
         let i = [-128i8, -127, 0, 127];
         let ti = CpuTexture::new(&i, ArrayShape::D1 { width: 4 }, d).unwrap();
-        let got: Vec<f32> = (0..4).map(|x| ti.texel(x, 0, 0)[0]).collect();
+        let got: Vec<f32> = (0..4).map(|x| ti.texel(x, 0, 0).unwrap()[0]).collect();
         assert_eq!(got, [-1.0, -1.0, 0.0, 1.0]);
         // Element-type reads of fp16 are the halves' values.
         let h = [half::f16::from_f32(1.5), half::f16::from_f32(-0.25)];
         let th = CpuTexture::new(&h, ArrayShape::D1 { width: 2 }, TextureDesc::default()).unwrap();
-        assert_eq!(th.texel(1, 0, 0)[0], -0.25);
+        assert_eq!(th.texel(1, 0, 0).unwrap()[0], -0.25);
         // The model refuses what the driver refuses.
         assert!(CpuTexture::new(
             &i,

@@ -13,8 +13,8 @@ use cuda_runtime::graph::{
     CaptureMode, CaptureModeGuard, CaptureStatus, Graph, GraphNodeType, MemsetValue,
 };
 use cuda_runtime::{
-    kernel_args, kernels, Device, DeviceBuffer, Error, ErrorCode, Event, EventFlags, LaunchConfig,
-    Module, PinnedBuffer, Stream, StreamFlags,
+    kernel_args, kernels, Device, DeviceBuffer, Error, ErrorCode, Event, EventFlags,
+    EventRecordFlags, LaunchConfig, Module, PinnedBuffer, Stream, StreamFlags,
 };
 
 // Exclusive: a capture changes what other threads may do meanwhile (a global capture refuses
@@ -31,6 +31,7 @@ crate::tests![
     stream_ordered_buffer_dropped_inside_its_capture_is_freed_elsewhere,
     graph_and_exec_dropped_while_launched_keep_what_they_use,
     event_recorded_in_a_capture_is_refused_until_recorded_again,
+    external_event_records_are_refused_in_captures,
     host_copies_and_fnonce_host_functions_are_refused_and_poison_the_capture,
     a_failed_call_inside_a_capture_makes_the_end_fail,
     forbidden_calls_return_the_runtime_error,
@@ -424,6 +425,26 @@ fn event_recorded_in_a_capture_is_refused_until_recorded_again() {
     other.wait_event(&ev).unwrap();
     other.synchronize().unwrap();
     assert_eq!(x.to_vec().unwrap(), vec![1; 8]);
+}
+
+/// An external event record on a capturing stream (`cudaEventRecordExternal`) would be an
+/// event record node naming an event the graph does not keep (review rev-a14: dropping the
+/// event destroyed it while the executable still recorded it). Refused; the end fails; outside
+/// a capture the same record works.
+fn external_event_records_are_refused_in_captures() {
+    let s = Stream::new().unwrap();
+    let ev = Event::new().unwrap();
+    let mut x = DeviceBuffer::<u32>::new(8).unwrap();
+    let cap = s.begin_capture(CaptureMode::Global).unwrap();
+    x.memset_u32_async(1, &s).unwrap();
+    let e = ev
+        .record_with_flags(&s, EventRecordFlags::EXTERNAL)
+        .unwrap_err();
+    assert!(matches!(e, Error::NotCapturable { .. }), "{e:?}");
+    assert!(cap.end().is_err(), "the capture's end must fail");
+    ev.record_with_flags(&s, EventRecordFlags::EXTERNAL)
+        .unwrap();
+    ev.synchronize().unwrap();
 }
 
 fn host_copies_and_fnonce_host_functions_are_refused_and_poison_the_capture() {

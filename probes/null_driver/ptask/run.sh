@@ -69,3 +69,12 @@ NULLDRV_MAX_ALLOCS=1 NULLDRV_CTXSYNC_MS=20000 NULLDRV_CTXSYNC_STRICT=1 LD_LIBRAR
 # object and its array were destroyed while the executable still referred to them).
 echo "== tex_capture"
 LD_LIBRARY_PATH="$out" "$out/target/release/tex_capture"
+# The seventh review's (rev-b14): two handles of one mipmap level in one Copy3DBatch, both copies
+# writing the same texel, must be refused before the driver (the batch's copies run in no order).
+echo "== batch_level"
+LD_LIBRARY_PATH="$out" "$out/target/release/batch_level"
+# Review rev-a14: an external event record (cudaEventRecordExternal) on a capturing stream is
+# an event record node naming the event; the capture kept nothing, so dropping the event
+# destroyed it while the executable still recorded it (now refused).
+echo "== ext_event_capture"
+LD_LIBRARY_PATH="$out" "$out/target/release/ext_event_capture"
