@@ -229,6 +229,9 @@ pub(crate) struct Queue {
     /// behaves as a created stream's fenced submissions, so no later drop waits for an answer;
     /// third review).
     eager: AtomicBool,
+    /// Panics of host functions queued here, for the stream's next synchronize or query (see
+    /// `stream::HostPanics`).
+    pub(crate) host_panics: Arc<crate::stream::HostPanics>,
 }
 
 /// A submission's hold on a queue against a capture beginning or ending meanwhile (see the
@@ -377,6 +380,8 @@ impl Drop for Queue {
     /// (a drop, a CPU view), so the stream lives as long as any use refers to it. Work queued
     /// in it still completes after the destroy.
     fn drop(&mut self) {
+        // Nobody can synchronize this stream any more (no CUDA call).
+        self.host_panics.orphan();
         if self.kind != QueueKind::Owned || self.raw.0.is_null() {
             return;
         }
@@ -416,6 +421,7 @@ impl Queue {
             capture_lock: RwLock::new(()),
             wanted: AtomicBool::new(false),
             eager: AtomicBool::new(false),
+            host_panics: Arc::new(crate::stream::HostPanics::new(device)),
         }
     }
 

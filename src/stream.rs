@@ -93,8 +93,6 @@ pub(crate) struct StreamInner {
     /// The queue's identity, for created and legacy streams (a per-thread stream is resolved to
     /// the submitting thread's own queue).
     queue: Option<Arc<Queue>>,
-    /// Panics of host functions, reported by the next synchronize or query.
-    pub(crate) host_panics: Arc<Mutex<Vec<String>>>,
 }
 
 /// A CUDA stream (`cudaStream_t`): an ordered queue of work on one device.
@@ -139,7 +137,6 @@ fn special(kind: Kind) -> Result<Stream> {
             generation: a.generation(),
             kind,
             queue,
-            host_panics: Arc::default(),
         }),
     })
 }
@@ -180,7 +177,6 @@ impl Stream {
                     generation: a.generation(),
                     kind: Kind::Owned,
                     queue: Some(queue),
-                    host_panics: Arc::default(),
                 }),
             })
         })())
@@ -344,7 +340,7 @@ impl Stream {
             let lane = self.lane_for_submit("cudaStreamAddCallback")?;
             let payload = Box::new(HostFn {
                 f,
-                panics: self.inner.host_panics.clone(),
+                panics: lane.queue().host_panics.clone(),
             });
             let data = Box::into_raw(payload);
             type Ours = unsafe extern "C" fn(sys::CUstream, u32, *mut std::ffi::c_void);
@@ -369,17 +365,6 @@ impl Stream {
         })())
     }
 
-    fn take_host_panic(&self) -> Result<()> {
-        let mut p = self.inner.host_panics.lock();
-        if p.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::HostFnPanicked {
-                message: p.remove(0),
-            })
-        }
-    }
-
     /// Blocks the host until all work in the stream is done (`cudaStreamSynchronize`). Returns
     /// errors of the stream's asynchronous work, and the panic of a host function.
     #[doc(alias = "cudaStreamSynchronize")]
@@ -393,7 +378,7 @@ impl Stream {
                 "cuStreamSynchronize",
             )?;
             lane.synchronized(mark);
-            self.take_host_panic()
+            lane.queue().host_panics.take()
         })())
     }
 
@@ -403,13 +388,15 @@ impl Stream {
     #[doc(alias = "cudaStreamQuery")]
     pub fn query(&self) -> Result<bool> {
         record((|| {
-            let a = self.enter()?;
+            // The lane: the panics are kept by the queue (every handle of the legacy or this
+            // thread's per-thread stream is one queue).
+            let lane = self.lane()?;
             // SAFETY: live stream of the current context.
             let r = driver::rc(unsafe { sys::cuStreamQuery(self.as_raw()) });
             match r {
-                0 => self.take_host_panic().map(|_| true),
+                0 => lane.queue().host_panics.take().map(|_| true),
                 600 => Ok(false),
-                code => Err(a.dev.note(Error::from_driver(code, "cuStreamQuery"))),
+                code => Err(lane.a.dev.note(Error::from_driver(code, "cuStreamQuery"))),
             }
         })())
     }
@@ -460,8 +447,9 @@ impl Stream {
     /// earlier work in the stream is done, and later work waits for it to return.
     ///
     /// `f` must not call into CUDA (the runtime forbids it). A panic in `f` is caught; the next
-    /// [`synchronize`](Self::synchronize) or [`query`](Self::query) of this stream reports it as
-    /// [`Error::HostFnPanicked`].
+    /// [`synchronize`](Self::synchronize) or [`query`](Self::query) of this stream (through any
+    /// handle of it) reports it as [`Error::HostFnPanicked`]; once the stream is gone, it is a
+    /// deferred error of the device ([`Device::take_deferred_errors`](crate::Device::take_deferred_errors)).
     ///
     /// # Errors
     /// [`Error::NotCapturable`] on a stream being captured: `f` runs once and is freed then,
@@ -471,7 +459,7 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         record((|| {
             let lane = self.lane_for_submit("cudaLaunchHostFunc")?;
-            let panics = self.inner.host_panics.clone();
+            let panics = lane.queue().host_panics.clone();
             // Refused (and `f` dropped) on a capturing stream: not `submit_capturable`.
             lane.submit("cudaLaunchHostFunc", &[], |a, raw| {
                 queue_host_fn(a, raw, f, panics)
@@ -485,7 +473,7 @@ pub(crate) fn queue_host_fn<F: FnOnce() + Send + 'static>(
     a: &Active,
     raw: sys::CUstream,
     f: F,
-    panics: Arc<Mutex<Vec<String>>>,
+    panics: Arc<HostPanics>,
 ) -> Result<()> {
     // One allocation per call: the closure and the panic slot, taken back by the trampoline
     // monomorphised for `F`.
@@ -505,7 +493,72 @@ pub(crate) fn queue_host_fn<F: FnOnce() + Send + 'static>(
 
 struct HostFn<F> {
     f: F,
-    panics: Arc<Mutex<Vec<String>>>,
+    panics: Arc<HostPanics>,
+}
+
+/// The panics of host functions (and callbacks) queued on one queue, kept for the stream's next
+/// synchronize or query. Kept by the queue, not by a `Stream` handle: every handle of the legacy
+/// stream, and every handle of a thread's per-thread stream, is one queue (review rev-c14: a
+/// panic queued through one `Stream::legacy()` was never reported by a synchronize through
+/// another). Once the queue is gone (its last handle and uses dropped, a reset, the thread's
+/// exit) nobody can synchronize it: what is left, and what comes later, is kept as a deferred
+/// error of the device, as for graph host nodes (it was lost).
+pub(crate) struct HostPanics {
+    device: i32,
+    /// The messages, and whether the queue is gone.
+    state: Mutex<(Vec<String>, bool)>,
+}
+
+impl HostPanics {
+    pub(crate) fn new(device: i32) -> HostPanics {
+        HostPanics {
+            device,
+            state: Mutex::new((Vec::new(), false)),
+        }
+    }
+
+    /// From a trampoline (a driver thread: no CUDA call).
+    fn push(&self, message: String) {
+        let mut st = self.state.lock();
+        if st.1 {
+            drop(st);
+            self.defer(message);
+        } else {
+            st.0.push(message);
+        }
+    }
+
+    /// The oldest panic not reported yet, as the error of a synchronize or query.
+    pub(crate) fn take(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if st.0.is_empty() {
+            return Ok(());
+        }
+        Err(Error::HostFnPanicked {
+            message: st.0.remove(0),
+        })
+    }
+
+    /// The queue is gone: its panics become the device's deferred errors.
+    pub(crate) fn orphan(&self) {
+        let left = {
+            let mut st = self.state.lock();
+            st.1 = true;
+            std::mem::take(&mut st.0)
+        };
+        for message in left {
+            self.defer(message);
+        }
+    }
+
+    fn defer(&self, message: String) {
+        if let Ok(d) = context::device_state(self.device) {
+            d.defer(
+                "a host function of a stream that is gone",
+                Error::HostFnPanicked { message },
+            );
+        }
+    }
 }
 
 unsafe extern "C" fn host_fn_trampoline<F: FnOnce() + Send + 'static>(data: *mut std::ffi::c_void) {
@@ -520,7 +573,7 @@ unsafe extern "C" fn host_fn_trampoline<F: FnOnce() + Send + 'static>(data: *mut
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "non-string panic payload".into());
-        panics.lock().push(message);
+        panics.push(message);
         // Dropping the payload could panic again; it must not unwind into the driver.
         let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
     }
@@ -548,7 +601,7 @@ unsafe extern "C" fn callback_trampoline<F: FnOnce(Result<()>) + Send + 'static>
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "non-string panic payload".into());
-        panics.lock().push(message);
+        panics.push(message);
         let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
     }
 }

@@ -431,6 +431,13 @@ CUresult cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
   if (!capturing((uint64_t)s)) fn(data);  // a captured one is a node: called at replays only
   OK;
 }
+CUresult cuStreamAddCallback(void *s, void (*cb)(void *, int, void *), void *data, unsigned flags) {
+  in_ctx("cuStreamAddCallback");
+  queued((uint64_t)s, "cuStreamAddCallback captured without the crate knowing");
+  if (capturing((uint64_t)s)) return 900;  // not capturable (the runtime's rule)
+  cb(s, 0, data);
+  OK;
+}
 
 CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { queued((uint64_t)s, "cuMemsetD8Async captured without the crate knowing"); return base_cuMemsetD8Async(p, v, n, s); }
 CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s) { queued((uint64_t)s, "cuMemsetD32Async captured without the crate knowing"); return base_cuMemsetD32Async(p, v, n, s); }
@@ -818,3 +825,10 @@ CUresult cuGraphExecMemcpyNodeSetParams(void *e, void *n, const void *p, void *c
 CUresult cuGraphExecHostNodeSetParams(void *e, void *n, const void *p) { in_ctx("cuGraphExecHostNodeSetParams"); OK; }
 // Pointer attributes: none known (the crate asks when it is given a host pointer to copy from).
 CUresult cuPointerGetAttributes(unsigned n, int *a, void **d, uint64_t p) { (void)n; (void)a; (void)d; (void)p; return 0; }
+
+// ---- Pool import (review rev-c14): enough for DeviceBuffer::import_from_pool's checks. The
+// imported pointer is a fresh 16-byte allocation; its pool is any non-null handle.
+CUresult cuMemPoolImportFromShareableHandle(void **pool, void *h, int t, unsigned long long f) { in_ctx("cuMemPoolImportFromShareableHandle"); *pool = (void *)(uintptr_t)0x9001; OK; }
+CUresult cuMemPoolImportPointer(uint64_t *p, void *pool, void *data) { in_ctx("cuMemPoolImportPointer"); return base_cuMemAlloc_v2(p, 16); }
+CUresult cuMemGetAddressRange_v2(uint64_t *base, size_t *size, uint64_t p) { in_ctx("cuMemGetAddressRange"); *base = p; *size = 16; OK; }
+CUresult cuPointerGetAttribute(void *d, int attr, uint64_t p) { in_ctx("cuPointerGetAttribute"); if (attr == 9) *(int *)d = 0; OK; }

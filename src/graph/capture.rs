@@ -1074,7 +1074,7 @@ impl Stream {
                 node.set(Arc::as_ptr(&n));
                 Ok(vec![Box::new(n)])
             };
-            let panics = self.inner.host_panics.clone();
+            let panics = lane.queue().host_panics.clone();
             lane.submit_capturable(CALL, &[], &mut keep, |a, raw| {
                 let p = node.get();
                 if p.is_null() {

@@ -689,9 +689,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 },
             };
             if let Some(e) = err {
+                // Relaxed, as every free of the crate: a capture-unsafe call in the thread's
+                // mode would invalidate a capture open elsewhere in global mode, and fail
+                // (review rev-c14: it was a bare call, its result ignored).
                 // SAFETY: imported above, unused; freed once (the runtime allows cuMemFree of
                 // imported memory).
-                unsafe { sys::cuMemFree_v2(ptr) };
+                let r = crate::queue::relaxed(|| unsafe { sys::cuMemFree_v2(ptr) });
+                if let Err(f) = a.check(r, "cuMemFree") {
+                    a.dev.defer("freeing a refused pool import", f);
+                }
                 return Err(e);
             }
             imports.push((device, generation, ptr, data.0));

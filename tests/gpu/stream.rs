@@ -10,6 +10,7 @@ crate::tests![
     stream_flags_and_priorities,
     default_streams_are_usable,
     host_function_panic_is_reported,
+    host_function_panic_is_reported_through_any_handle,
     events_time_and_order,
     wait_event_orders_streams;
     // Exclusive: it asserts the device has no deferred errors, which other tests could add.
@@ -97,6 +98,37 @@ fn host_function_panic_is_reported() {
     );
     assert!(*ran.lock().unwrap(), "later work still ran");
     s.synchronize().unwrap();
+}
+
+/// Review rev-c14 (NOT yet run on a GPU): the panic is the stream's, not the handle's: a second
+/// `Stream::legacy()` reports it, and a created stream dropped unsynchronized leaves it as a
+/// deferred error of the device (both were lost).
+fn host_function_panic_is_reported_through_any_handle() {
+    let dev = cuda_runtime::Device::current().unwrap();
+    Stream::legacy()
+        .unwrap()
+        .launch_host_fn(|| panic!("legacy"))
+        .unwrap();
+    let e = Stream::legacy().unwrap().synchronize().unwrap_err();
+    assert_eq!(
+        e,
+        Error::HostFnPanicked {
+            message: "legacy".into()
+        }
+    );
+    let _ = dev.take_deferred_errors();
+    let s = Stream::new().unwrap();
+    s.launch_host_fn(|| panic!("gone")).unwrap();
+    drop(s);
+    dev.synchronize().unwrap();
+    let deferred = dev.take_deferred_errors();
+    assert!(
+        deferred.iter().any(|d| d.error
+            == Error::HostFnPanicked {
+                message: "gone".into()
+            }),
+        "{deferred:?}"
+    );
 }
 
 fn events_time_and_order() {

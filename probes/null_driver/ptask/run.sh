@@ -78,3 +78,12 @@ LD_LIBRARY_PATH="$out" "$out/target/release/batch_level"
 # destroyed it while the executable still recorded it (now refused).
 echo "== ext_event_capture"
 LD_LIBRARY_PATH="$out" "$out/target/release/ext_event_capture"
+# Review rev-c14: a host function's panic is reported by the next synchronize or query through
+# any handle of its stream (it was kept per handle: lost through a second Stream::legacy() or
+# Stream::per_thread()), and becomes a deferred error of the device once the stream is gone.
+echo "== hostfn_panic"
+LD_LIBRARY_PATH="$out" "$out/target/release/hostfn_panic" 2>/dev/null
+# Review rev-c14: a pool import refused after the driver mapped it is freed relaxed (it was a
+# bare cuMemFree in the thread's mode, which invalidated another thread's global capture).
+echo "== pool_import_free"
+LD_LIBRARY_PATH="$out" "$out/target/release/pool_import_free" < /dev/null
