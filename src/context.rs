@@ -191,6 +191,17 @@ pub(crate) struct Active {
 }
 
 impl Active {
+    /// The device's free and total memory in bytes (`cuMemGetInfo`).
+    pub(crate) fn mem_info(&self) -> Result<(usize, usize)> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: the context is current; valid out-parameters.
+        self.check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo",
+        )?;
+        Ok((free, total))
+    }
+
     /// Whether a reset of this device waits for its entries (this one among them) to leave.
     pub(crate) fn reset_waiting(&self) -> bool {
         self.dev.ctx.writer_waiting()

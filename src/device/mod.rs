@@ -355,13 +355,7 @@ impl Device {
             if crate::queue::frees_unwaited(self.ordinal) {
                 crate::queue::poll_free_stream(&a)?;
             }
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: the context is current; valid out-parameters.
-            a.check(
-                unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-                "cuMemGetInfo",
-            )?;
-            Ok((free, total))
+            a.mem_info()
         })())
     }
 

@@ -205,16 +205,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         }
         let flags = attach.raw();
         let mut ptr = 0u64;
-        let info = || -> Result<(usize, usize)> {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: the context is current; valid out-parameters.
-            a.check(
-                unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-                "cuMemGetInfo",
-            )?;
-            Ok((free, total))
-        };
-        let (free, total) = info()?;
+        let (free, total) = a.mem_info()?;
         if bytes > total {
             // No free could make room: refused at once (fifth review), not retried.
             return Err(Error::ManagedTooLarge {
@@ -230,7 +221,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         crate::queue::alloc_retry(&a, || {
             let free = match known_free.take() {
                 Some(f) => f,
-                None => info()?.0,
+                None => a.mem_info()?.0,
             };
             if bytes > free {
                 return Err(Error::ManagedTooLarge {

@@ -26,8 +26,23 @@ pub fn count(name: &str) -> u64 {
         let lib = std::ffi::CString::new("libcuda.so.1").unwrap();
         let sym = std::ffi::CString::new(name).unwrap();
         let f = dlsym(dlopen(lib.as_ptr(), 1 | 4), sym.as_ptr());
-        assert!(!f.is_null(), "not running against the null driver: no {name}");
+        assert!(
+            !f.is_null(),
+            "not running against the null driver: no {name}"
+        );
         let f: extern "C" fn() -> u64 = std::mem::transmute(f);
         f()
     }
+}
+
+/// Ends a scenario: prints the null driver's violations since `before`, and exits with 1 and
+/// `FAILED` when there were any or `bad` checks failed, else prints `ok`.
+pub fn finish(bad: u32, before: u64) {
+    let v = violations() - before;
+    println!("null-driver violations: {v}");
+    if bad > 0 || v > 0 {
+        println!("FAILED");
+        std::process::exit(1);
+    }
+    println!("ok");
 }

@@ -34,9 +34,13 @@ fn main() {
     let sent = count("nulldrv_batch_ops") - ops0;
     let mut bad = 0;
     match &r {
-        Err(e) => println!("two writes of one level's texel in a batch: refused ({e}); ops sent {sent}"),
+        Err(e) => {
+            println!("two writes of one level's texel in a batch: refused ({e}); ops sent {sent}")
+        }
         Ok(()) => {
-            println!("BAD: two writes of one level's texel in a batch were accepted; ops sent {sent}");
+            println!(
+                "BAD: two writes of one level's texel in a batch were accepted; ops sent {sent}"
+            );
             bad += 1;
         }
     }

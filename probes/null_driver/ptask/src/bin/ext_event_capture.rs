@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cuda_runtime::graph::CaptureMode;
 use cuda_runtime::{Device, DeviceBuffer, Error, Event, EventRecordFlags, Stream};
 
-use ptask::{count, violations};
+use ptask::{count, finish, violations};
 
 fn main() {
     Device::current().unwrap();
@@ -64,11 +64,5 @@ fn main() {
             bad += 1;
         }
     }
-    let v = violations() - before;
-    println!("null-driver violations: {v}");
-    if bad > 0 || v > 0 {
-        println!("FAILED");
-        std::process::exit(1);
-    }
-    println!("ok");
+    finish(bad, before);
 }

@@ -15,7 +15,11 @@ fn main() {
         let bt = std::thread::spawn(move || {
             let t = Instant::now();
             let r = DeviceBuffer::<u32>::new(64);
-            println!("B: allocation {:?} after {:?}", r.as_ref().map(|_| ()), t.elapsed());
+            println!(
+                "B: allocation {:?} after {:?}",
+                r.as_ref().map(|_| ()),
+                t.elapsed()
+            );
             btx.send(r.is_ok()).unwrap();
         });
         let ok = brx.recv().unwrap(); // A waits for B

@@ -15,7 +15,11 @@ fn main() {
         let bt = std::thread::spawn(move || {
             let t = Instant::now();
             let r = DeviceBuffer::<u32>::new(64);
-            println!("B: allocation {:?} after {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()), t.elapsed());
+            println!(
+                "B: allocation {:?} after {:?}",
+                r.as_ref().map(|_| ()).map_err(|e| e.code()),
+                t.elapsed()
+            );
             r.is_ok()
         });
         let ok = bt.join().unwrap(); // A waits for B

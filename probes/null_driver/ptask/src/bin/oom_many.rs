@@ -2,17 +2,24 @@
 // uses, idle owners and resets (NULLDRV_MAX_ALLOCS small). Reports failures, the longest
 // allocation, violations; a hang shows as the timeout.
 use cuda_runtime::{Device, DeviceBuffer, Stream};
+use ptask::violations;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use ptask::violations;
 fn main() {
     let dev = Device::current().unwrap();
     let v0 = violations();
-    let secs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
     let resets = std::env::args().nth(2).is_some_and(|s| s == "reset");
     let stop = Arc::new(AtomicBool::new(false));
-    let (ok, fail, worst_ns) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (ok, fail, worst_ns) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let mut hs = Vec::new();
     for i in 0..6u64 {
         let (stop, ok, fail, worst) = (stop.clone(), ok.clone(), fail.clone(), worst_ns.clone());
@@ -44,14 +51,21 @@ fn main() {
     while t0.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_millis(150));
         if resets {
-            if dev.reset().is_ok() { nres += 1; }
+            if dev.reset().is_ok() {
+                nres += 1;
+            }
         }
     }
     stop.store(true, Ordering::Relaxed);
-    for h in hs { h.join().unwrap(); }
+    for h in hs {
+        h.join().unwrap();
+    }
     println!(
         "ok {} failed {} worst allocation {:?} resets {} violations {}",
-        ok.load(Ordering::Relaxed), fail.load(Ordering::Relaxed),
-        Duration::from_nanos(worst_ns.load(Ordering::Relaxed)), nres, violations() - v0
+        ok.load(Ordering::Relaxed),
+        fail.load(Ordering::Relaxed),
+        Duration::from_nanos(worst_ns.load(Ordering::Relaxed)),
+        nres,
+        violations() - v0
     );
 }

@@ -36,7 +36,11 @@ fn main() {
     let b1 = std::thread::spawn(move || {
         let t = Instant::now();
         let r = DeviceBuffer::<u32>::new(64);
-        println!("B1: allocation {:?} after {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()), t.elapsed());
+        println!(
+            "B1: allocation {:?} after {:?}",
+            r.as_ref().map(|_| ()).map_err(|e| e.code()),
+            t.elapsed()
+        );
         r
     });
     std::thread::sleep(Duration::from_millis(200)); // B1's settle is in its cuCtxSynchronize
@@ -45,12 +49,21 @@ fn main() {
     let b2 = std::thread::spawn(move || {
         let t = Instant::now();
         let r = DeviceBuffer::<u32>::new(64);
-        println!("B2: allocation {:?} after {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()), t.elapsed());
+        println!(
+            "B2: allocation {:?} after {:?}",
+            r.as_ref().map(|_| ()).map_err(|e| e.code()),
+            t.elapsed()
+        );
         r
     });
     let r1 = b1.join().unwrap();
     let r2 = b2.join().unwrap();
-    println!("B1 ok={} B2 ok={} (total {:?})", r1.is_ok(), r2.is_ok(), t0.elapsed());
+    println!(
+        "B1 ok={} B2 ok={} (total {:?})",
+        r1.is_ok(),
+        r2.is_ok(),
+        t0.elapsed()
+    );
     a1_go.send(()).unwrap();
     a2_go.send(()).unwrap();
     a1.join().unwrap();

@@ -14,10 +14,18 @@ fn main() {
         let bt = std::thread::spawn(move || {
             let t = Instant::now();
             let r = DeviceBuffer::<u32>::new(64);
-            println!("B: allocation {:?} after {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()), t.elapsed());
+            println!(
+                "B: allocation {:?} after {:?}",
+                r.as_ref().map(|_| ()).map_err(|e| e.code()),
+                t.elapsed()
+            );
             let t = Instant::now();
             let r2 = DeviceBuffer::<u32>::new(64); // a true out-of-memory now (one live allocation allowed)
-            println!("B: second (true OOM) {:?} after {:?}", r2.as_ref().map(|_| ()).map_err(|e| e.code()), t.elapsed());
+            println!(
+                "B: second (true OOM) {:?} after {:?}",
+                r2.as_ref().map(|_| ()).map_err(|e| e.code()),
+                t.elapsed()
+            );
         });
         bt.join().unwrap(); // A waits for B
     });

@@ -26,7 +26,11 @@ fn round(delay: Option<u64>) {
         std::thread::sleep(Duration::from_millis(d));
         let tr = Instant::now();
         let r = dev.reset();
-        println!("  reset at {d} ms: {:?}, took {:?}", r.map_err(|e| e.code()), tr.elapsed());
+        println!(
+            "  reset at {d} ms: {:?}, took {:?}",
+            r.map_err(|e| e.code()),
+            tr.elapsed()
+        );
     }
     let (r, took) = b.join().unwrap();
     go.send(()).unwrap();
@@ -35,7 +39,16 @@ fn round(delay: Option<u64>) {
 }
 fn main() {
     Device::current().unwrap();
-    for d in [None, Some(1), Some(5), Some(10), Some(15), Some(19), Some(22), None] {
+    for d in [
+        None,
+        Some(1),
+        Some(5),
+        Some(10),
+        Some(15),
+        Some(19),
+        Some(22),
+        None,
+    ] {
         println!("round, reset delay {d:?}");
         round(d);
     }

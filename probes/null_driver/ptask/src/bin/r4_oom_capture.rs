@@ -16,7 +16,8 @@ fn main() {
     let (go, go_rx) = mpsc::channel::<()>();
     let a = std::thread::spawn(move || {
         let mut x = DeviceBuffer::<u32>::new(64).unwrap();
-        x.memset_u8_async(1, &Stream::per_thread().unwrap()).unwrap();
+        x.memset_u8_async(1, &Stream::per_thread().unwrap())
+            .unwrap();
         std::thread::spawn(move || drop(x)).join().unwrap(); // dropped on another thread
         ready.send(()).unwrap();
         go_rx.recv().unwrap(); // A idles
@@ -35,8 +36,15 @@ fn main() {
     std::thread::sleep(Duration::from_millis(50));
     let t0 = Instant::now();
     let r = DeviceBuffer::<u32>::new(64).map(drop);
-    println!("allocation while the capture is open: {:?} after {:?}", r.map_err(|e| e.code()), t0.elapsed());
-    println!("user's capture end: {:?}", t.join().unwrap().map_err(|e| e.code()));
+    println!(
+        "allocation while the capture is open: {:?} after {:?}",
+        r.map_err(|e| e.code()),
+        t0.elapsed()
+    );
+    println!(
+        "user's capture end: {:?}",
+        t.join().unwrap().map_err(|e| e.code())
+    );
     go.send(()).unwrap();
     a.join().unwrap();
     println!("violations {}", ptask::violations());

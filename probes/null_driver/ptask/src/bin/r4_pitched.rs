@@ -15,7 +15,8 @@ fn main() {
     let (go, go_rx) = mpsc::channel::<()>();
     let a = std::thread::spawn(move || {
         let mut x = DeviceBuffer::<u32>::new(64).unwrap();
-        x.memset_u8_async(1, &Stream::per_thread().unwrap()).unwrap();
+        x.memset_u8_async(1, &Stream::per_thread().unwrap())
+            .unwrap();
         std::thread::spawn(move || drop(x)).join().unwrap(); // dropped on another thread
         ready.send(()).unwrap();
         go_rx.recv().unwrap(); // A idles (e.g. waits for the main thread's result)
@@ -33,11 +34,17 @@ fn main() {
     }
     match ok_after {
         Some(d) => println!("pitched allocation succeeded after {d:?}"),
-        None => println!("pitched allocation: out of memory for 3 s after the drop (A idle, memory never freed)"),
+        None => println!(
+            "pitched allocation: out of memory for 3 s after the drop (A idle, memory never freed)"
+        ),
     }
     let t = Instant::now();
     let r = DeviceBuffer::<u32>::new(64).map(drop);
-    println!("DeviceBuffer::new (alloc_retry + settle): {:?} after {:?}", r.map_err(|e| e.code()), t.elapsed());
+    println!(
+        "DeviceBuffer::new (alloc_retry + settle): {:?} after {:?}",
+        r.map_err(|e| e.code()),
+        t.elapsed()
+    );
     let _ = dev;
     go.send(()).unwrap();
     a.join().unwrap();

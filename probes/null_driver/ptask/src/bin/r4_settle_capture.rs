@@ -19,7 +19,12 @@ fn spin(us: u64) {
 }
 
 fn main() {
-    let arg = |i: usize, d: u64| std::env::args().nth(i).and_then(|s| s.parse().ok()).unwrap_or(d);
+    let arg = |i: usize, d: u64| {
+        std::env::args()
+            .nth(i)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
     let rounds = arg(1, 50) as usize;
     let (open_us, gap_us) = (arg(2, 100), arg(3, 100));
     Device::current().unwrap();
@@ -54,13 +59,14 @@ fn main() {
         let (go, go_rx) = mpsc::channel::<()>();
         let a = std::thread::spawn(move || {
             let mut x = DeviceBuffer::<u32>::new(64).unwrap();
-            x.memset_u8_async(1, &Stream::per_thread().unwrap()).unwrap();
+            x.memset_u8_async(1, &Stream::per_thread().unwrap())
+                .unwrap();
             tx.send(x).unwrap();
             go_rx.recv().unwrap();
         });
         let x = rx.recv().unwrap();
         drop(x); // on main: the reclaimer must ask A, which never answers
-        // Out of memory (Z and X live): alloc_retry settles A's work from a thread of its own.
+                 // Out of memory (Z and X live): alloc_retry settles A's work from a thread of its own.
         match DeviceBuffer::<u32>::new(64) {
             Ok(y) => drop(y),
             Err(_) => alloc_fail += 1,

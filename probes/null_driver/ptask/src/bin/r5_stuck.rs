@@ -13,7 +13,8 @@ fn main() {
     let (go, go_rx) = mpsc::channel::<()>();
     let a = std::thread::spawn(move || {
         let mut x = DeviceBuffer::<u32>::new(64).unwrap();
-        x.memset_u8_async(1, &Stream::per_thread().unwrap()).unwrap();
+        x.memset_u8_async(1, &Stream::per_thread().unwrap())
+            .unwrap();
         std::thread::spawn(move || drop(x)).join().unwrap(); // dropped on another thread
         ready.send(()).unwrap();
         go_rx.recv().unwrap(); // A idles
@@ -21,7 +22,11 @@ fn main() {
     ready_rx.recv().unwrap();
     let t0 = Instant::now();
     let r = DeviceBuffer::<u32>::new(64).map(drop);
-    println!("[{:>6.2?}] allocation: {:?}", t0.elapsed(), r.map_err(|e| e.code()));
+    println!(
+        "[{:>6.2?}] allocation: {:?}",
+        t0.elapsed(),
+        r.map_err(|e| e.code())
+    );
     // The settle thread is now inside its cuCtxSynchronize (NULLDRV_CTXSYNC_MS long).
     let (s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap());
     let ev = Event::new().unwrap();
@@ -36,8 +41,12 @@ fn main() {
         ev.record(&s2).unwrap();
         s1.wait_event(&ev).unwrap();
         let end = c.end().map(drop);
-        println!("[{:>6.2?}] capture {i}: begin took {begin:?}, join took {join:?} ({:?}), end {:?}",
-            t0.elapsed(), j.map_err(|e| e.code()), end.map_err(|e| e.code()));
+        println!(
+            "[{:>6.2?}] capture {i}: begin took {begin:?}, join took {join:?} ({:?}), end {:?}",
+            t0.elapsed(),
+            j.map_err(|e| e.code()),
+            end.map_err(|e| e.code())
+        );
     }
     go.send(()).unwrap();
     a.join().unwrap();

@@ -2,9 +2,9 @@
 // Round k: A uses a buffer on its per-thread stream, drops it, blocks; B allocates (OOM -> settle);
 // main resets the device `delay` ms after B starts. Then a clean round checks settles still work.
 use cuda_runtime::{Device, DeviceBuffer, Stream};
+use ptask::violations;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use ptask::violations;
 fn round(delay: Option<u64>) {
     let dev = Device::current().unwrap();
     let (ready, ready_rx) = mpsc::channel::<()>();
@@ -28,19 +28,35 @@ fn round(delay: Option<u64>) {
         std::thread::sleep(Duration::from_millis(d));
         let tr = Instant::now();
         let r = dev.reset();
-        println!("  reset at {d} ms: {:?}, took {:?}", r.map_err(|e| e.code()), tr.elapsed());
+        println!(
+            "  reset at {d} ms: {:?}, took {:?}",
+            r.map_err(|e| e.code()),
+            tr.elapsed()
+        );
     }
     let (r, took) = b.join().unwrap();
     go.send(()).unwrap();
     a.join().unwrap();
     let ts = Instant::now();
     dev.synchronize().unwrap();
-    println!("  B: {r:?} after {took:?}; round {:?}; later Device::synchronize {:?}", t.elapsed(), ts.elapsed());
+    println!(
+        "  B: {r:?} after {took:?}; round {:?}; later Device::synchronize {:?}",
+        t.elapsed(),
+        ts.elapsed()
+    );
 }
 fn main() {
     Device::current().unwrap();
     let v0 = violations();
-    for d in [None, Some(5), Some(50), Some(300), Some(700), Some(2100), None] {
+    for d in [
+        None,
+        Some(5),
+        Some(50),
+        Some(300),
+        Some(700),
+        Some(2100),
+        None,
+    ] {
         println!("round, reset delay {d:?}");
         round(d);
     }

@@ -29,7 +29,10 @@ impl Drop for Later {
         }
         b.memset_u8_async(2, &s).unwrap();
         b.copy_from_host(&[5u32; 64]).unwrap();
-        println!("in TLS dtor: copies after the refusal: {} values read back", b.to_vec().unwrap().len());
+        println!(
+            "in TLS dtor: copies after the refusal: {} values read back",
+            b.to_vec().unwrap().len()
+        );
     }
 }
 thread_local! { static LATER: Later = const { Later }; }
@@ -47,7 +50,11 @@ fn main() {
         let host = vec![7u32; 64];
         let r = b.copy_from_host_async(&host, &s);
         let g = cap.end();
-        println!("normal thread: pageable copy under capture {:?}, end {:?}", r.map(|_| ()), g.map(|_| ()));
+        println!(
+            "normal thread: pageable copy under capture {:?}, end {:?}",
+            r.map(|_| ()),
+            g.map(|_| ())
+        );
     })
     .join()
     .unwrap();
