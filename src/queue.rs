@@ -83,6 +83,7 @@ use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::context::{self, Active};
 use crate::driver::{self, sys, Raw};
 use crate::error::{Error, Result};
+use crate::memory::Keep;
 
 /// What captured work refers to besides its memory (a function and so its module, a host
 /// closure), kept alive by the capture's graph: the same tokens as a graph node's bundle.
@@ -963,16 +964,6 @@ impl Uses {
             .all(|u| Arc::ptr_eq(&u.queue, queue))
     }
 
-    /// The uses' points not known complete (as [`take_points`](Self::take_points), leaving
-    /// the uses noted).
-    pub(crate) fn points(&self) -> Vec<(Arc<Queue>, u64)> {
-        let list = self.list.lock().clone();
-        list.into_iter()
-            .filter(|u| u.queue.state.lock().done < u.seq)
-            .map(|u| (u.queue, u.seq))
-            .collect()
-    }
-
     /// Takes the uses out for a deferred free, as points to wait for. No driver call is made
     /// here: the reclaimer records the fences it needs (a later fence waits longer, never
     /// less; each queue keeps its stream alive). With the fences recorded here, on the
@@ -985,11 +976,117 @@ impl Uses {
             // Never used (a texture made and dropped unused): nothing to take or free.
             return Vec::new();
         }
-        let list = std::mem::take(self.list.get_mut());
-        list.into_iter()
-            .filter(|u| u.queue.state.lock().done < u.seq)
-            .map(|u| (u.queue, u.seq))
-            .collect()
+        pending_points(std::mem::take(self.list.get_mut()))
+    }
+}
+
+/// The points of `list` not known complete.
+fn pending_points(list: Vec<UseRec>) -> Vec<(Arc<Queue>, u64)> {
+    list.into_iter()
+        .filter(|u| u.queue.state.lock().done < u.seq)
+        .map(|u| (u.queue, u.seq))
+        .collect()
+}
+
+/// The launches of an executable graph, as points in queues: as [`Uses`] (reads only), without
+/// a lock. An executable is `Send` but not `Sync`, and every method that launches it, or reads
+/// or takes these points (its update, its drop), is a method of it: one thread at a time, so a
+/// `RefCell` suffices (its borrows never nest: none is held across a call out). A launch then
+/// costs no atomic operation here (the lock and its release were two of a launch's four atomic
+/// read-modify-writes, against the null driver).
+#[derive(Debug, Default)]
+pub(crate) struct LocalUses {
+    list: std::cell::RefCell<Vec<UseRec>>,
+}
+
+impl LocalUses {
+    /// The points not known complete (the points stay noted).
+    pub(crate) fn points(&self) -> Vec<(Arc<Queue>, u64)> {
+        pending_points(self.list.borrow().clone())
+    }
+
+    /// Takes the points out, for a deferred release (see [`Uses::take_points`]).
+    pub(crate) fn take_points(&mut self) -> Vec<(Arc<Queue>, u64)> {
+        pending_points(std::mem::take(self.list.get_mut()))
+    }
+}
+
+impl<'u> UseSet<'u, 'static> for &'u LocalUses {
+    #[inline]
+    fn none(self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn admit(self, _: &Active, _: &Arc<Queue>, _: &'static str) -> Result<(Vec<Keep>, bool)> {
+        Ok((Vec::new(), false))
+    }
+
+    #[inline]
+    fn note(self, q: &Arc<Queue>, seq: u64) {
+        let mut l = self.list.borrow_mut();
+        if let Some(u) = l.iter_mut().find(|u| Arc::ptr_eq(&u.queue, q)) {
+            u.seq = seq;
+            return;
+        }
+        l.push(UseRec {
+            queue: q.clone(),
+            seq,
+            write_seq: 0,
+        });
+    }
+
+    #[inline]
+    fn memory(self) -> &'u [Use<'static>] {
+        &[]
+    }
+}
+
+/// What a submission uses, as the enqueue path ([`Lane::submit`]) admits and notes it: memory
+/// ([`Use`]s), or an executable graph's launches ([`LocalUses`]).
+trait UseSet<'u, 'a: 'u>: Copy {
+    /// Nothing to note (the submission is numbered all the same on a per-thread stream).
+    fn none(self) -> bool;
+    /// Checks that work on `q` (of the entered context `a`) may use it; returns what must be
+    /// held until the work is queued, and whether the submission must be fenced at once.
+    fn admit(self, a: &Active, q: &Arc<Queue>, call: &'static str) -> Result<(Vec<Keep>, bool)>;
+    /// Notes the use by submission `seq` of `q`.
+    fn note(self, q: &Arc<Queue>, seq: u64);
+    /// The memory a capture admits as a graph node's.
+    fn memory(self) -> &'u [Use<'a>];
+}
+
+impl<'u, 'a: 'u> UseSet<'u, 'a> for &'u [Use<'a>] {
+    #[inline]
+    fn none(self) -> bool {
+        self.is_empty()
+    }
+
+    #[inline]
+    fn memory(self) -> &'u [Use<'a>] {
+        self
+    }
+
+    #[inline]
+    fn admit(self, a: &Active, q: &Arc<Queue>, call: &'static str) -> Result<(Vec<Keep>, bool)> {
+        let mut keeps = Vec::new();
+        let mut host = false;
+        for u in self {
+            if let Some(k) = u.alloc.admit(u, a, q, call)? {
+                keeps.push(k);
+            }
+            // Fenced at once: memory the CPU can reach (a CPU view waits for exactly that
+            // point), and memory whose drop waits on the dropping thread (IPC, external).
+            host |= u.alloc.host.is_some() || u.alloc.ipc || u.alloc.external.is_some();
+        }
+        Ok((keeps, host))
+    }
+
+    #[inline]
+    fn note(self, q: &Arc<Queue>, seq: u64) {
+        for u in self {
+            u.uses.note(q, seq, u.write);
+        }
     }
 }
 
@@ -998,16 +1095,17 @@ impl Uses {
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Use<'a> {
+    /// The memory, admitted (device, generation, host access, stream order) before the work.
     pub(crate) alloc: &'a crate::memory::Alloc,
+    /// Where the use is noted: the memory's own list (`alloc.uses`), or, for a texture or
+    /// surface object, the object's ([`Use::object`]).
+    pub(crate) uses: &'a Uses,
     pub(crate) write: bool,
     /// The work uses the memory's device address (kernels, device-to-device copies), so
     /// page-locked memory must be mapped; copies to and from page-locked memory do not.
     pub(crate) device_address: bool,
     /// The work may be another device's (a peer copy's side).
     pub(crate) peer: bool,
-    /// A texture or surface object's handle (its tracker), which a graph cannot keep: refused
-    /// in captures ([`Use::object`]).
-    pub(crate) object: bool,
 }
 
 impl<'a> Use<'a> {
@@ -1016,29 +1114,11 @@ impl<'a> Use<'a> {
     pub(crate) fn device(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: false,
-            object: false,
         }
-    }
-
-    /// A kernel's use of a texture or surface object's handle, noted on the object's tracker
-    /// (which its destroy waits for). Refused in captures: a graph would keep the tracker, not
-    /// the object, whose handle (and an array only it keeps) could be destroyed while the
-    /// graph can still replay.
-    #[inline]
-    pub(crate) fn object(tracker: &'a crate::memory::Alloc) -> Use<'a> {
-        Use {
-            object: true,
-            ..Use::device(tracker, false)
-        }
-    }
-
-    /// Whether this is a texture or surface object's use ([`Use::object`]).
-    #[inline]
-    pub(crate) fn is_object(&self) -> bool {
-        self.object
     }
 
     /// The page-locked side of a copy.
@@ -1046,11 +1126,33 @@ impl<'a> Use<'a> {
     pub(crate) fn host_copy(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: false,
             peer: false,
-            object: false,
         }
+    }
+
+    /// A kernel's use of a texture or surface object that reads `memory`: noted in the
+    /// object's own `uses` (which its destroy waits for), admitted as `memory` is. The object
+    /// was made in `memory`'s context, so the memory's checks (device, generation) are the
+    /// object's; the kernel's use of the memory itself is a second [`Use`], noted there.
+    #[inline]
+    pub(crate) fn object(uses: &'a Uses, memory: &'a crate::memory::Alloc) -> Use<'a> {
+        Use {
+            alloc: memory,
+            uses,
+            write: false,
+            device_address: true,
+            peer: false,
+        }
+    }
+
+    /// Whether this is a texture or surface object's use ([`Use::object`]), noted on the
+    /// object rather than on the memory.
+    #[inline]
+    pub(crate) fn is_object(&self) -> bool {
+        !std::ptr::eq(self.uses, &self.alloc.uses)
     }
 
     /// A side of a copy that may be another device's memory.
@@ -1058,10 +1160,10 @@ impl<'a> Use<'a> {
     pub(crate) fn peer(alloc: &'a crate::memory::Alloc, write: bool) -> Use<'a> {
         Use {
             alloc,
+            uses: &alloc.uses,
             write,
             device_address: true,
             peer: true,
-            object: false,
         }
     }
 }
@@ -1122,7 +1224,7 @@ impl<'q> Lane<'q> {
         uses: &[Use<'_>],
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
-        self.submit_in(call, uses, None, op).0
+        self.submit_in(call, uses, None, &mut None, op)
     }
 
     /// As [`submit`](Self::submit), for work that may be recorded into a graph as it is: on a
@@ -1138,7 +1240,7 @@ impl<'q> Lane<'q> {
         keep: &mut dyn FnMut() -> Result<Tokens>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
-        self.submit_in(call, uses, Some(keep), op).0
+        self.submit_in(call, uses, Some(keep), &mut None, op)
     }
 
     /// As [`submit_capturable`](Self::submit_capturable), also returning the id of the capture
@@ -1150,33 +1252,51 @@ impl<'q> Lane<'q> {
         keep: &mut dyn FnMut() -> Result<Tokens>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> (Result<R>, Option<u64>) {
-        self.submit_in(call, uses, Some(keep), op)
+        let mut id = None;
+        let r = self.submit_in(call, uses, Some(keep), &mut id, op);
+        (r, id)
+    }
+
+    /// Queues an executable graph's launch or upload (see [`submit`](Self::submit)), noted in
+    /// the executable's own list of launches: the executable, checked against the stream's
+    /// device and context by the caller, is the only thing the launch is admitted for (what
+    /// its nodes use is kept by its references, released after the launches noted here).
+    /// Refused on a stream being captured by the crate, as `submit` is.
+    #[inline]
+    pub(crate) fn submit_launch<R>(
+        &self,
+        call: &'static str,
+        launches: &LocalUses,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        self.submit_in(call, launches, None, &mut None, op)
     }
 
     #[inline]
-    fn submit_in<R>(
+    fn submit_in<'u, 'a: 'u, R>(
         &self,
         call: &'static str,
-        uses: &[Use<'_>],
+        uses: impl UseSet<'u, 'a>,
         keep: Option<&mut dyn FnMut() -> Result<Tokens>>,
+        // Set to the id of the capture the work went into. (An out-parameter rather than a
+        // returned pair: the 72-byte `Result` is then not copied once more on the way out.)
+        captured: &mut Option<u64>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
-    ) -> (Result<R>, Option<u64>) {
+    ) -> Result<R> {
         let q = self.queue();
         // Held until the work is queued (or captured): a capture cannot begin or end meanwhile.
         let mut entry = q.enter();
         if entry.watched() {
             match crate::graph::capture::session_of(&self.a, q) {
-                Err(e) => return (Err(e), None),
+                Err(e) => return Err(e),
                 Ok(Some(s)) => {
-                    let r = self.submit_captured(&s, call, uses, keep, op);
-                    return (r, Some(s.id));
+                    *captured = Some(s.id);
+                    return self.submit_captured(&s, call, uses.memory(), keep, op);
                 }
                 Ok(None) => {}
             }
         }
-        let r = self.submit_queued(call, uses, &mut entry, op);
-        drop(entry);
-        (r, None)
+        self.submit_queued(call, uses, &mut entry, op)
     }
 
     /// A submission on a stream being captured by the crate (see `submit_capturable`).
@@ -1232,10 +1352,10 @@ impl<'q> Lane<'q> {
     }
 
     #[inline]
-    fn submit_queued<R>(
+    fn submit_queued<'u, 'a: 'u, R>(
         &self,
         call: &'static str,
-        uses: &[Use<'_>],
+        uses: impl UseSet<'u, 'a>,
         entry: &mut Entry<'_>,
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
@@ -1245,7 +1365,7 @@ impl<'q> Lane<'q> {
             // submission's work, right behind what was asked for.
             q.serve(&self.a);
         }
-        if uses.is_empty() {
+        if uses.none() {
             let r = op(&self.a, q.raw());
             if q.kind == QueueKind::PerThread {
                 // Numbered all the same: the thread's exit waits for every submission up to
@@ -1256,16 +1376,7 @@ impl<'q> Lane<'q> {
             }
             return r;
         }
-        let mut keeps = Vec::new();
-        let mut host = false;
-        for u in uses {
-            if let Some(k) = u.alloc.admit(u, &self.a, q, call)? {
-                keeps.push(k);
-            }
-            // Fenced at once: memory the CPU can reach (a CPU view waits for exactly that
-            // point), and memory whose drop waits on the dropping thread (IPC, external).
-            host |= u.alloc.host.is_some() || u.alloc.ipc || u.alloc.external.is_some();
-        }
+        let (keeps, mut host) = uses.admit(&self.a, q, call)?;
         host |= q.eager.load(Ordering::Relaxed);
         let r = op(&self.a, q.raw());
         // The point is taken after the work is queued: a fence labelled with a number is always
@@ -1277,9 +1388,7 @@ impl<'q> Lane<'q> {
             // finds its fence (it does not record one of its own meanwhile).
             let mut st = q.state.lock();
             let seq = q.next_seq();
-            for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
-            }
+            uses.note(q, seq);
             if q.capturing(&self.a) {
                 Ok(())
             } else {
@@ -1295,13 +1404,17 @@ impl<'q> Lane<'q> {
             // and the uses noted after it are covered by that fence. (On a per-thread stream
             // only its own thread can begin a capture, and it is here.)
             let seq = entry.number(q);
-            for u in uses {
-                u.alloc.uses.note(q, seq, u.write);
-            }
+            uses.note(q, seq);
             Ok(())
         };
         drop(keeps);
-        r.and_then(|r| fenced.map(|()| r))
+        // (Not `r.and_then(..)`: that copied the 72-byte `Result` once more.)
+        if let Err(e) = fenced {
+            if r.is_ok() {
+                return Err(e);
+            }
+        }
+        r
     }
 
     /// The point of the work queued so far on this lane's queue (see [`Queue::mark`]).
@@ -1862,38 +1975,43 @@ pub(crate) fn frees_unwaited(device: i32) -> bool {
 
 /// Runs an allocation in the entered context `a`, and when it fails for lack of memory, lets
 /// deferred frees of the device finish (up to two seconds) and tries once more.
+///
+/// Inline: the first try is the allocation call itself, with nothing around it (the retry is
+/// out of line), so the driver's result is checked in registers, not moved through memory.
+#[inline]
 pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
-    const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
     match f() {
-        Err(e) if e.code() == OOM => {
-            let device = a.dev.ordinal;
-            let end = Instant::now() + Duration::from_secs(2);
-            loop {
-                let pending = reclaim(device, Duration::from_millis(20));
-                a.rebind()?;
-                let _ = wait_free_stream(a);
-                match f() {
-                    // (Not while a reset of the device waits for this thread's entry.)
-                    Err(e)
-                        if e.code() == OOM
-                            && pending
-                            && Instant::now() < end
-                            && !a.reset_waiting() =>
-                    {
-                        // Frees still pending: those that wait for work on other threads'
-                        // per-thread streams wait for their owners' answers, which may never
-                        // come while this thread waits (an owner may be waiting for it): that
-                        // work is completed as `Device::synchronize` would, on a thread of its
-                        // own, waited for within what is left of the patience (review finding:
-                        // the allocation failed after 2 s where libcudart's `cudaFree` would
-                        // have returned the memory). Then the frees are waited for again.
-                        settle_asked(device, end.saturating_duration_since(Instant::now()));
-                    }
-                    r => return r,
-                }
-            }
-        }
+        Err(e) if e.code() == OOM => alloc_retry_slow(a, f),
         r => r,
+    }
+}
+
+const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
+
+/// [`alloc_retry`] once the first try failed for lack of memory.
+#[cold]
+#[inline(never)]
+fn alloc_retry_slow<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let device = a.dev.ordinal;
+    let end = Instant::now() + Duration::from_secs(2);
+    loop {
+        let pending = reclaim(device, Duration::from_millis(20));
+        a.rebind()?;
+        let _ = wait_free_stream(a);
+        match f() {
+            // (Not while a reset of the device waits for this thread's entry.)
+            Err(e) if e.code() == OOM && pending && Instant::now() < end && !a.reset_waiting() => {
+                // Frees still pending: those that wait for work on other threads' per-thread
+                // streams wait for their owners' answers, which may never come while this
+                // thread waits (an owner may be waiting for it): that work is completed as
+                // `Device::synchronize` would, on a thread of its own, waited for within what
+                // is left of the patience (review finding: the allocation failed after 2 s
+                // where libcudart's `cudaFree` would have returned the memory). Then the frees
+                // are waited for again.
+                settle_asked(device, end.saturating_duration_since(Instant::now()));
+            }
+            r => return r,
+        }
     }
 }
 
@@ -1951,6 +2069,31 @@ mod tests {
             u.note(q, seq, *write);
         }
         seq
+    }
+
+    #[test]
+    fn an_executables_launches_are_one_point_per_queue_and_done_ones_are_not_waited_for() {
+        let (a, b) = (queue(QueueKind::Owned), queue(QueueKind::Legacy));
+        let mut l = LocalUses::default();
+        assert!(l.points().is_empty() && l.take_points().is_empty());
+        let first = a.next_seq();
+        (&l).note(&a, first);
+        let second = a.next_seq();
+        (&l).note(&a, second);
+        let other = b.next_seq();
+        (&l).note(&b, other);
+        // The later launch on a queue replaces the earlier one.
+        let p = l.points();
+        assert_eq!(p.len(), 2);
+        assert!(p.iter().any(|(q, s)| Arc::ptr_eq(q, &a) && *s == second));
+        assert!(p.iter().any(|(q, s)| Arc::ptr_eq(q, &b) && *s == other));
+        // `points` leaves them noted; a done queue's point is not waited for.
+        b.completed(other);
+        assert_eq!(l.points().len(), 1);
+        let t = l.take_points();
+        assert_eq!(t.len(), 1);
+        assert!(Arc::ptr_eq(&t[0].0, &a) && t[0].1 == second);
+        assert!(l.points().is_empty(), "taken: nothing left to wait for");
     }
 
     #[test]

@@ -129,7 +129,7 @@ pub struct GraphExec {
     /// Where it was launched (no memory: its uses are the launches), so that its destruction
     /// runs after them, off the dropping thread (the driver documents that it defers the
     /// destruction of an executable in flight; the crate does not rely on it).
-    launches: crate::memory::Alloc,
+    launches: crate::queue::LocalUses,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -158,7 +158,7 @@ impl Drop for GraphExec {
             })
         };
         const DURING: &str = "destroying an executable graph";
-        let waits = self.launches.uses.take_points();
+        let waits = self.launches.take_points();
         if waits.is_empty() {
             context::release(self.device, self.generation, DURING, destroy);
             drop(kept);
@@ -304,7 +304,7 @@ impl Graph {
                 generation,
                 source: self.shared.clone(),
                 kept: Some(kept),
-                launches: crate::memory::Alloc::plain(0, 0, device, generation),
+                launches: crate::queue::LocalUses::default(),
                 _not_sync: PhantomData,
             })
         })())
@@ -363,8 +363,7 @@ impl GraphExec {
             let lane = stream.lane_for_submit(CALL)?;
             self.check_stream(&lane.a, CALL)?;
             let e = self.raw;
-            let launch = [crate::queue::Use::device(&self.launches, false)];
-            lane.submit(CALL, &launch, |a, raw| {
+            lane.submit_launch(CALL, &self.launches, |a, raw| {
                 // SAFETY: live executable and stream of the current context; what the graph
                 // uses is kept by the executable's references, released only after its
                 // launches (noted here) are done.
@@ -382,8 +381,7 @@ impl GraphExec {
             let lane = stream.lane()?;
             self.check_stream(&lane.a, CALL)?;
             let e = self.raw;
-            let upload = [crate::queue::Use::device(&self.launches, false)];
-            lane.submit(CALL, &upload, |a, raw| {
+            lane.submit_launch(CALL, &self.launches, |a, raw| {
                 // SAFETY: live executable and stream of the current context.
                 a.check(unsafe { sys::cuGraphUpload(e.get(), raw) }, "cuGraphUpload")
             })
@@ -458,7 +456,7 @@ impl GraphExec {
                 0 => {
                     // What the old nodes referred to goes once the launches so far are done.
                     let old = self.kept.replace(kept);
-                    let waits = self.launches.uses.points();
+                    let waits = self.launches.points();
                     if waits.is_empty() {
                         // No launch in flight: released here.
                         drop(old);

@@ -172,6 +172,7 @@ pub(crate) fn lock_pair<'g>(
 /// Under the graph's lock (which [`Graph::destroy_node`] holds while it destroys): refuses a
 /// node destroyed since an earlier [`check_not_destroyed`] (another thread's executable may
 /// check, then wait for the lock while the node is destroyed).
+#[inline]
 pub(crate) fn still_live(shared: &GraphShared, node: GraphNode, call: &'static str) -> Result<()> {
     if node.graph == shared.id && shared.extra.is_destroyed(node.raw) {
         return Err(destroyed_node(call, node.raw));

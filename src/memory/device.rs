@@ -3,7 +3,6 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
 
 use super::host::{host_side, HostSide, PageLocked, PageLockedMut};
@@ -71,9 +70,8 @@ pub struct Alloc {
     home: Option<(Stream, u64)>,
     /// Every queued use, as points in queues (see [`crate::queue`]).
     pub(crate) uses: Uses,
-    /// For a stream-ordered allocation used outside its stream: the queues ordered after it.
-    /// (Boxed on first use: most allocations never need it, and a smaller buffer moves faster.)
-    order: parking_lot::Mutex<Option<Box<Order>>>,
+    /// What only some allocations need, made on first use (see [`Rare`]).
+    rare: OnceLock<Box<Rare>>,
     /// Memory opened from another process's IPC handle: closed, not freed.
     pub(crate) ipc: bool,
     /// Memory imported from another process's pool (`cuMemPoolImportPointer`): freed as usual,
@@ -83,10 +81,19 @@ pub struct Alloc {
     /// `cuMemFree` on the dropping thread once its uses are done, then the external memory
     /// (kept alive until then) may be destroyed.
     pub(crate) external: Option<Arc<crate::external::ExtMemInner>>,
-    /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned.
+    /// For memory the CPU can also reach (page-locked, registered, managed): how it is owned,
+    /// and its CPU views.
     pub(crate) host: Option<Box<HostSide>>,
-    /// CPU views of the memory alive or forgotten (see `context::HostBorrow`).
-    pub(crate) views: AtomicUsize,
+}
+
+/// The parts of an allocation that only some allocations need, boxed together and made on
+/// first use through a shared reference: most buffers never need them, and a smaller `Alloc`
+/// (at most 128 bytes with its `DeviceBuffer`) is moved with a few inline stores rather than
+/// a `memcpy` call on every `Result` it passes through.
+#[derive(Debug, Default)]
+struct Rare {
+    /// For a stream-ordered allocation used outside its stream: the queues ordered after it.
+    order: parking_lot::Mutex<Order>,
     /// Made the first time a graph node refers to the memory (see [`AllocKeep`]); empty for
     /// memory never used in a graph, whose paths it does not touch.
     keep: OnceLock<Arc<AllocKeep>>,
@@ -110,13 +117,11 @@ impl Alloc {
             generation,
             home: None,
             uses: Uses::default(),
-            order: parking_lot::Mutex::new(None),
+            rare: OnceLock::new(),
             ipc: false,
             pool_import: false,
             external: None,
             host: None,
-            views: AtomicUsize::new(0),
-            keep: OnceLock::new(),
         }
     }
 
@@ -128,11 +133,16 @@ impl Alloc {
     /// The allocation's keep-alive object, made on first use (its address is the graph's key
     /// for the allocation).
     pub(crate) fn keep_ref(&self) -> &Arc<AllocKeep> {
-        self.keep.get_or_init(|| {
+        self.rare().keep.get_or_init(|| {
             Arc::new(AllocKeep {
                 moved: parking_lot::Mutex::new(None),
             })
         })
+    }
+
+    /// The rarely needed parts, made on first use.
+    fn rare(&self) -> &Rare {
+        self.rare.get_or_init(Box::default)
     }
 
     /// Waits until a stream-ordered allocation exists (its allocation point in its stream is
@@ -227,8 +237,7 @@ impl Alloc {
         a: &Active,
         queue: &Arc<Queue>,
     ) -> Result<()> {
-        let mut order = self.order.lock();
-        let order = order.get_or_insert_with(Box::default);
+        let mut order = self.rare().order.lock();
         if order.done || order.waited.iter().any(|w| Arc::ptr_eq(w, queue)) {
             return Ok(());
         }
@@ -273,15 +282,15 @@ impl Alloc {
 impl Drop for Alloc {
     fn drop(&mut self) {
         let (ptr, device, generation) = (self.ptr, self.device, self.generation);
-        if let Some(keep) = self.keep.take() {
+        if let Some(keep) = self.rare.get_mut().and_then(|r| r.keep.take()) {
             // A graph may still refer to the memory: it moves into the shared holder, freed
             // (by this drop, without the holder) when the holder's last clone goes.
             let moved = std::mem::replace(self, Alloc::with(0, 0, device, generation));
             *keep.moved.lock() = Some(moved);
             return;
         }
-        if let Some(h) = self.host.take() {
-            let views = *self.views.get_mut();
+        if let Some(mut h) = self.host.take() {
+            let views = *h.views.get_mut();
             h.finish(
                 ptr,
                 device,
@@ -304,10 +313,9 @@ impl Drop for Alloc {
             Some((s, seq))
                 if self.uses.only_on(s.home_queue())
                     && self
-                        .order
+                        .rare
                         .get_mut()
-                        .as_ref()
-                        .is_none_or(|o| o.waited.is_empty()) =>
+                        .is_none_or(|r| r.order.get_mut().waited.is_empty()) =>
             {
                 // Outside host functions the context is entered before the queue's entry (the
                 // order of `alloc_in`, `Lane::submit` and capture begin / end): entering it
@@ -375,7 +383,8 @@ impl Drop for Alloc {
             }
             home => home,
         };
-        let order = std::mem::take(self.order.get_mut());
+        // (The fences that other queues wait on, kept until the free.)
+        let order = self.rare.take();
         if let Some(keep) = self.external.take() {
             // As for IPC memory: `cuMemFree` waits for the whole device, so it runs on the
             // dropping thread once the buffer's own uses are done; the external memory object
@@ -1587,6 +1596,15 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_buffer_moves_without_memcpy() {
+        // Up to 128 bytes a move is a few inline stores on x86-64; past that, a `memcpy` call
+        // (three per `cudaMallocAsync` + free at 144 bytes, about 87 instructions).
+        assert!(size_of::<DeviceBuffer<u8>>() <= 128);
+        assert!(size_of::<Result<DeviceBuffer<u8>>>() <= 128);
+    }
 
     #[test]
     fn ranges_resolve_or_fail_with_values() {

@@ -6,6 +6,7 @@ use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::AtomicUsize;
 
 use parking_lot::Mutex;
 
@@ -81,6 +82,10 @@ pub(crate) struct HostSide {
     /// Held for a whole wait, so that a second CPU access cannot pass while the first one is
     /// still waiting.
     waiting: Mutex<()>,
+    /// CPU views of the memory alive or forgotten (see `context::HostBorrow`). (Here, not in
+    /// [`Alloc`]: only memory with a host side has CPU views, and a smaller `Alloc` moves
+    /// faster.)
+    pub(crate) views: AtomicUsize,
 }
 
 impl HostSide {
@@ -98,6 +103,7 @@ impl HostSide {
             any_device,
             writable,
             waiting: Mutex::new(()),
+            views: AtomicUsize::new(0),
         }
     }
 
@@ -197,7 +203,7 @@ impl HostSide {
     /// Makes the memory available to the CPU: keeps a reset from freeing it for the borrow,
     /// then waits for conflicting device work.
     pub(crate) fn access<'a>(
-        &self,
+        &'a self,
         alloc: &'a Alloc,
         for_write: bool,
     ) -> Result<Option<HostBorrow<'a>>> {
@@ -206,7 +212,7 @@ impl HostSide {
                 alloc.device,
                 alloc.generation,
                 "host memory",
-                &alloc.views,
+                &self.views,
             )?)
         } else {
             None

@@ -69,7 +69,7 @@ mod staging;
 pub use array::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};
 pub(crate) use array::{ArrayInner, MipmappedInner, TexLimits};
 pub(crate) use device::sealed;
-pub(crate) use device::{Alloc, AllocKeep};
+pub(crate) use device::{Alloc, AllocKeep, Keep};
 
 /// The allocation behind memory of the crate's sealed memory traits (for other modules'
 /// submissions through the enqueue path).

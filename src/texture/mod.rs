@@ -82,7 +82,7 @@ use crate::memory::{
     sealed, Alloc, Array, ArrayInner, ArrayShape, DeviceRead, MipmappedArray, MipmappedInner,
     PitchedBuffer, TexLimits,
 };
-use crate::queue::{self, Use};
+use crate::queue::{self, Use, Uses};
 
 /// How coordinates outside the texture are mapped (`cudaTextureAddressMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -517,8 +517,10 @@ fn texture_desc_checked(
 enum Backing<'a> {
     Array(Arc<ArrayInner>),
     Mipmapped(Arc<MipmappedInner>),
-    /// Linear or pitched memory, borrowed for the texture's life.
-    Memory(&'a Alloc),
+    /// Linear memory, borrowed for the texture's life.
+    Linear(&'a Alloc),
+    /// Pitched memory, borrowed for the texture's life.
+    Pitched(&'a Alloc),
 }
 
 impl Backing<'_> {
@@ -526,7 +528,7 @@ impl Backing<'_> {
         match self {
             Backing::Array(a) => &a.track,
             Backing::Mipmapped(m) => &m.track,
-            Backing::Memory(a) => a,
+            Backing::Linear(a) | Backing::Pitched(a) => a,
         }
     }
 }
@@ -535,17 +537,23 @@ impl Backing<'_> {
 /// array, or linear or pitched device memory, which kernels receive as an argument. It keeps
 /// what it reads alive; `'a` is the borrow of linear or pitched memory (`'static` for arrays).
 /// See the [module docs](self).
+// Kept small (120 bytes): a larger value is moved with calls to `memcpy`, twice on the way out
+// of the constructor; see the size check below the `Drop` impl.
 #[derive(Debug)]
 pub struct TextureObject<'a> {
     raw: u64,
-    /// Notes the kernels that receive the handle (an allocation of no bytes: never freed).
-    track: Alloc,
+    /// The context it was made in (its memory's): its destroy goes there.
+    generation: u64,
+    device: i32,
+    /// The kernels that received the handle (noted through [`Use::object`]): its destroy
+    /// waits for them.
+    uses: Uses,
+    /// `None` only while it is dropped.
     backing: Option<Backing<'a>>,
     desc: TextureDesc,
     format: ArrayFormat,
-    channels: u32,
-    /// For memory: `linear` or `pitch2d` (arrays take their shape from the array).
-    memory_shape: &'static str,
+    /// At most 4.
+    channels: u8,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -609,7 +617,6 @@ impl TextureObject<'static> {
                 desc,
                 inner.format,
                 inner.channels,
-                "array",
             ))
         })())
     }
@@ -643,7 +650,6 @@ impl TextureObject<'static> {
                 desc,
                 inner.format,
                 inner.channels,
-                "array",
             ))
         })())
     }
@@ -741,11 +747,10 @@ impl<'a> TextureObject<'a> {
             Ok(TextureObject::wrap(
                 &a,
                 raw,
-                Backing::Memory(alloc),
+                Backing::Linear(alloc),
                 desc,
                 T::FORMAT,
                 T::CHANNELS,
-                "linear",
             ))
         })())
     }
@@ -803,16 +808,14 @@ impl<'a> TextureObject<'a> {
             Ok(TextureObject::wrap(
                 &a,
                 raw,
-                Backing::Memory(alloc),
+                Backing::Pitched(alloc),
                 desc,
                 T::FORMAT,
                 T::CHANNELS,
-                "pitch2d",
             ))
         })())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn wrap(
         a: &Active,
         raw: u64,
@@ -820,16 +823,17 @@ impl<'a> TextureObject<'a> {
         desc: &TextureDesc,
         format: ArrayFormat,
         channels: u32,
-        memory_shape: &'static str,
     ) -> TextureObject<'a> {
+        debug_assert!(channels <= 4);
         TextureObject {
             raw,
-            track: Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
+            generation: a.generation(),
+            device: a.dev.ordinal,
+            uses: Uses::default(),
             backing: Some(backing),
             desc: *desc,
             format,
-            channels,
-            memory_shape,
+            channels: channels as u8,
             _borrow: PhantomData,
         }
     }
@@ -848,7 +852,7 @@ impl<'a> TextureObject<'a> {
 
     /// The texel format and channel count it reads.
     pub fn format(&self) -> (ArrayFormat, u32) {
-        (self.format, self.channels)
+        (self.format, u32::from(self.channels))
     }
 
     /// The resource's shape as kernels' texture directives name it (`linear`, `pitch2d`, `2d`,
@@ -857,7 +861,8 @@ impl<'a> TextureObject<'a> {
         match &self.backing {
             Some(Backing::Array(a)) => shape_name(a.shape).to_string(),
             Some(Backing::Mipmapped(m)) => format!("mipmapped-{}", shape_name(m.shape)),
-            _ => self.memory_shape.to_string(),
+            Some(Backing::Linear(_)) => "linear".to_string(),
+            Some(Backing::Pitched(_)) | None => "pitch2d".to_string(),
         }
     }
 
@@ -903,14 +908,15 @@ impl<'a> TextureObject<'a> {
     #[doc(hidden)]
     #[inline]
     pub fn kernel_arg(&self) -> (u64, Use<'_>, Use<'_>) {
-        let backing = match &self.backing {
-            Some(b) => b.tracker(),
-            None => &self.track,
-        };
+        let memory = self
+            .backing
+            .as_ref()
+            .expect("a texture object's backing is taken only by its drop")
+            .tracker();
         (
             self.raw,
-            Use::object(&self.track),
-            Use::device(backing, false),
+            Use::object(&self.uses, memory),
+            Use::device(memory, false),
         )
     }
 }
@@ -977,8 +983,8 @@ fn create(a: &Active, res: &sys::CUDA_RESOURCE_DESC, desc: &sys::CUDA_TEXTURE_DE
 
 impl Drop for TextureObject<'_> {
     fn drop(&mut self) {
-        let (device, generation) = (self.track.device, self.track.generation);
-        let waits = self.track.uses.take_points();
+        let (device, generation) = (self.device, self.generation);
+        let waits = self.uses.take_points();
         let raw = self.raw;
         // What the object holds is released after it is destroyed (borrowed memory is the
         // borrow's: its own drop waits for the uses noted on it).
@@ -1023,6 +1029,10 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<TextureObject<'static>>();
     send_sync::<SurfaceObject>();
+    // Moved inline, not through `memcpy`: at most 128 bytes, the result included (LLVM copies
+    // larger values with a call, twice per create: measured against the null driver).
+    assert!(std::mem::size_of::<TextureObject<'static>>() <= 128);
+    assert!(std::mem::size_of::<Result<TextureObject<'static>>>() <= 128);
 };
 
 #[cfg(test)]

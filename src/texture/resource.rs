@@ -136,11 +136,7 @@ impl TextureObject<'_> {
     #[doc(alias = "cudaGetTextureObjectResourceDesc")]
     pub fn resource_desc(&self) -> Result<ResourceDesc> {
         record((|| {
-            let a = crate::context::enter_handle(
-                self.track.device,
-                self.track.generation,
-                "texture object",
-            )?;
+            let a = crate::context::enter_handle(self.device, self.generation, "texture object")?;
             let raw = self.as_raw();
             query(
                 &a,

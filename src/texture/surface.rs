@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::context::{self, Active};
 use crate::driver::sys;
 use crate::error::{record, Error, Result};
-use crate::memory::{Alloc, Array, ArrayFlags, ArrayInner};
-use crate::queue::{self, Use};
+use crate::memory::{Array, ArrayFlags, ArrayInner};
+use crate::queue::{self, Use, Uses};
 use crate::texture::Texel;
 
 /// A surface object (`cudaSurfaceObject_t`): read and write access for kernels to a CUDA array
@@ -31,14 +31,20 @@ use crate::texture::Texel;
 #[derive(Debug)]
 pub struct SurfaceObject {
     raw: u64,
-    track: Alloc,
+    /// The context it was made in (its array's): its destroy goes there.
+    generation: u64,
+    device: i32,
+    /// The kernels that received the handle (noted through [`Use::object`]): its destroy
+    /// waits for them.
+    uses: Uses,
+    /// `None` only while it is dropped.
     array: Option<Arc<ArrayInner>>,
 }
 
 impl SurfaceObject {
     /// Enters the surface's device, failing after a reset of it.
     pub(super) fn enter_ctx(&self) -> Result<crate::context::Active> {
-        crate::context::enter_handle(self.track.device, self.track.generation, "surface object")
+        crate::context::enter_handle(self.device, self.generation, "surface object")
     }
 
     /// A surface over `array` (`cudaCreateSurfaceObject`), on the array's device.
@@ -68,7 +74,9 @@ impl SurfaceObject {
             )?;
             Ok(SurfaceObject {
                 raw,
-                track: Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
+                generation: a.generation(),
+                device: a.dev.ordinal,
+                uses: Uses::default(),
                 array: Some(inner.clone()),
             })
         })())
@@ -85,11 +93,16 @@ impl SurfaceObject {
     #[doc(hidden)]
     #[inline]
     pub fn kernel_arg(&mut self) -> (u64, Use<'_>, Use<'_>) {
-        let array = match &self.array {
-            Some(a) => &a.track,
-            None => &self.track,
-        };
-        (self.raw, Use::object(&self.track), Use::device(array, true))
+        let array = &self
+            .array
+            .as_ref()
+            .expect("a surface object's array is taken only by its drop")
+            .track;
+        (
+            self.raw,
+            Use::object(&self.uses, array),
+            Use::device(array, true),
+        )
     }
 }
 
@@ -122,8 +135,8 @@ impl SurfaceObject {
 
 impl Drop for SurfaceObject {
     fn drop(&mut self) {
-        let (device, generation) = (self.track.device, self.track.generation);
-        let waits = self.track.uses.take_points();
+        let (device, generation) = (self.device, self.generation);
+        let waits = self.uses.take_points();
         let raw = self.raw;
         let keep = self.array.take();
         let destroy = move |a: Option<&Active>| {

@@ -25,8 +25,8 @@ use cuda_runtime::graph::{
     MemsetValue, UserObject,
 };
 use cuda_runtime::{
-    kernel_args, AccessPolicyWindow, AccessProperty, MemSyncDomain, kernels, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, PinnedBuffer,
-    Stream, StreamFlags,
+    kernel_args, AccessPolicyWindow, AccessProperty, MemSyncDomain, kernels, Array, ArrayFlags, Device, DeviceBuffer, Error, Event, LaunchConfig, Module, PinnedBuffer,
+    Stream, StreamFlags, SurfaceObject, TextureDesc, TextureObject,
 };
 
 fn null_driver_count(name: &str) -> u64 {
@@ -1007,7 +1007,43 @@ fn main() {
                         continue;
                     };
                     for _ in 0..20 {
-                        match r.u32(0..9) {
+                        match r.u32(0..10) {
+                            9 => {
+                                // A texture and a surface over a fresh array, used by kernels
+                                // on this stream or this thread's per-thread stream, and dropped
+                                // with the kernels queued: their destroys wait for the uses
+                                // noted on the objects, and must never reach the driver after
+                                // a reset (a stale handle is a violation).
+                                let pt = if r.bool() { Stream::per_thread().ok() } else { None };
+                                let st = pt.as_ref().unwrap_or(&s);
+                                let cfg = LaunchConfig::new(1u32, 32u32);
+                                // (1 x 1: the null driver's surface limits are 1.)
+                                if let Ok(arr) =
+                                    Array::<f32>::new_2d(1, 1, ArrayFlags::SURFACE_LOAD_STORE)
+                                {
+                                    if let (Ok(src), Ok(mut out)) =
+                                        (DeviceBuffer::<f32>::zeroed(32), DeviceBuffer::<f32>::zeroed(64))
+                                    {
+                                        if let Ok(mut surf) = SurfaceObject::new(&arr) {
+                                            let _ = kernels::texture::surf_write_2d(
+                                                st, &cfg, &mut surf, &src, 1, 1,
+                                            );
+                                            drop(surf);
+                                        }
+                                        if let Ok(tex) =
+                                            TextureObject::from_array(&arr, &TextureDesc::default())
+                                        {
+                                            let _ = kernels::texture::sample_2d(
+                                                st, &cfg, &tex, &src, &mut out,
+                                            );
+                                            if r.bool() {
+                                                let _ = st.synchronize();
+                                            }
+                                            drop(tex);
+                                        }
+                                    }
+                                }
+                            }
                             6 => {
                                 // Used on this thread's per-thread stream, then handed over.
                                 if let Some(mut b) = kept.pop() {

@@ -39,11 +39,12 @@ fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
     if which == "sizes" {
         println!(
-            "TextureObject {} Error {} Result<()> {} DeviceBuffer<f32> {}",
+            "TextureObject {} Error {} Result<()> {} DeviceBuffer<f32> {} Result<DeviceBuffer<u8>> {}",
             std::mem::size_of::<TextureObject<'static>>(),
             std::mem::size_of::<cuda_runtime::Error>(),
             std::mem::size_of::<cuda_runtime::Result<()>>(),
-            std::mem::size_of::<DeviceBuffer<f32>>()
+            std::mem::size_of::<DeviceBuffer<f32>>(),
+            std::mem::size_of::<cuda_runtime::Result<DeviceBuffer<u8>>>()
         );
         return;
     }
