@@ -1835,15 +1835,22 @@ fn stress_child() {
     // `device::synchronize` did not wait for.)
     cuda_runtime::device::synchronize().unwrap();
     let (before_warm_up, _) = dev.memory_info().unwrap();
+    // (The times since the start: under compute-sanitizer the child is stopped by its parent's
+    // watchdog and its output shows how far it came.)
+    let t0 = Instant::now();
     let warm = stress_round(&mut r, STRESS_TIME / 2, true);
     cuda_runtime::device::synchronize().unwrap();
     let (base, _) = dev.memory_info().unwrap();
     eprintln!(
-        "warm-up round: results checked per thread: {warm:?}; {} MiB kept after it",
-        before_warm_up.saturating_sub(base) >> 20
+        "warm-up round: results checked per thread: {warm:?}; {} MiB kept after it ({:?})",
+        before_warm_up.saturating_sub(base) >> 20,
+        t0.elapsed()
     );
     let checks = stress_round(&mut r, STRESS_TIME, false);
-    eprintln!("results checked per thread: {checks:?}");
+    eprintln!(
+        "results checked per thread: {checks:?} ({:?})",
+        t0.elapsed()
+    );
     assert!(checks.iter().all(|&c| c > 0), "{checks:?}");
     // The driver's pools (streams, and the events the crate keeps as spare fences) grow to the
     // most alive at once, which a second round can still exceed: missing memory is allowed up
