@@ -875,21 +875,28 @@ fn occupancy(
     smem: usize,
     flags: u32,
 ) -> Result<u32> {
+    let block_size = occupancy_int("occupancy block size", block_size)?;
     let mut n = 0i32;
     // SAFETY: a live function of the current context; valid out-parameter.
     a.check(
         unsafe {
             sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                &mut n,
-                f,
-                block_size as i32,
-                smem,
-                flags,
+                &mut n, f, block_size, smem, flags,
             )
         },
         "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
     )?;
     Ok(n.max(0) as u32)
+}
+
+/// `v` as the C `int` the occupancy calculator takes (a larger value would reach the driver
+/// negative).
+fn occupancy_int(what: &'static str, v: u32) -> Result<i32> {
+    i32::try_from(v).map_err(|_| Error::InvalidValue {
+        what,
+        value: v.to_string(),
+        reason: "above i32::MAX, the most the occupancy calculator takes",
+    })
 }
 
 /// Refuses a cooperative launch with more blocks than fit on the device at once.
@@ -1818,6 +1825,9 @@ impl Function {
     /// The most blocks of `block_size` threads with `dynamic_smem` bytes of dynamic shared
     /// memory that fit on one multiprocessor at once
     /// (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a block size above `i32::MAX`; the driver's errors.
     #[doc(alias = "cudaOccupancyMaxActiveBlocksPerMultiprocessor")]
     pub fn max_active_blocks_per_multiprocessor(
         &self,
@@ -2088,6 +2098,9 @@ impl Function {
 
     /// Dynamic shared memory available per block when `num_blocks` blocks of `block_size`
     /// threads share a multiprocessor (`cudaOccupancyAvailableDynamicSMemPerBlock`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a block count or size above `i32::MAX`; the driver's errors.
     #[doc(alias = "cudaOccupancyAvailableDynamicSMemPerBlock")]
     pub fn available_dynamic_shared_memory_per_block(
         &self,
@@ -2095,16 +2108,15 @@ impl Function {
         block_size: u32,
     ) -> Result<usize> {
         record((|| {
+            let num_blocks = occupancy_int("occupancy block count", num_blocks)?;
+            let block_size = occupancy_int("occupancy block size", block_size)?;
             let a = self.enter()?;
             let mut bytes = 0usize;
             // SAFETY: live function; valid out-parameter.
             a.check(
                 unsafe {
                     sys::cuOccupancyAvailableDynamicSMemPerBlock(
-                        &mut bytes,
-                        self.raw.0,
-                        num_blocks as i32,
-                        block_size as i32,
+                        &mut bytes, self.raw.0, num_blocks, block_size,
                     )
                 },
                 "cuOccupancyAvailableDynamicSMemPerBlock",
@@ -2631,6 +2643,20 @@ mod tests {
         let mut wrapper = 0x466243B1u32.to_le_bytes().to_vec();
         wrapper.extend([1, 0, 0, 0, 0x10, 0x20, 0x30, 0x40, 0, 0, 0, 0]);
         refused_at(classify_image(&wrapper), None, Some(0));
+    }
+
+    #[test]
+    fn occupancy_arguments_above_i32_are_refused_with_their_value() {
+        assert_eq!(occupancy_int("occupancy block size", 1024).unwrap(), 1024);
+        assert_eq!(
+            occupancy_int("occupancy block size", i32::MAX as u32).unwrap(),
+            i32::MAX
+        );
+        for v in [i32::MAX as u32 + 1, u32::MAX - 31, u32::MAX] {
+            let e = occupancy_int("occupancy block size", v).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert!(e.to_string().contains(&v.to_string()), "{e}");
+        }
     }
 
     #[test]

@@ -457,6 +457,15 @@ fn attributes_and_occupancy() {
         .available_dynamic_shared_memory_per_block(2, 256)
         .unwrap();
     assert!(avail > 0);
+    // Review rev-d15 (NOT yet run on a GPU): values above i32::MAX were passed on negative.
+    let e = rev
+        .max_active_blocks_per_multiprocessor(u32::MAX, 0)
+        .unwrap_err();
+    assert!(e.to_string().contains("4294967295"), "{e}");
+    let e = rev
+        .available_dynamic_shared_memory_per_block(1 << 31, 256)
+        .unwrap_err();
+    assert!(e.to_string().contains("2147483648"), "{e}");
     rev.set_max_dynamic_shared_size(64 * 1024).unwrap();
     assert_eq!(
         rev.attributes().unwrap().max_dynamic_shared_size_bytes,
