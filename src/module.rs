@@ -875,21 +875,28 @@ fn occupancy(
     smem: usize,
     flags: u32,
 ) -> Result<u32> {
+    let block_size = occupancy_int("occupancy block size", block_size)?;
     let mut n = 0i32;
     // SAFETY: a live function of the current context; valid out-parameter.
     a.check(
         unsafe {
             sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                &mut n,
-                f,
-                block_size as i32,
-                smem,
-                flags,
+                &mut n, f, block_size, smem, flags,
             )
         },
         "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
     )?;
     Ok(n.max(0) as u32)
+}
+
+/// `v` as the C `int` the occupancy calculator takes (a larger value would reach the driver
+/// negative).
+fn occupancy_int(what: &'static str, v: u32) -> Result<i32> {
+    i32::try_from(v).map_err(|_| Error::InvalidValue {
+        what,
+        value: v.to_string(),
+        reason: "above i32::MAX, the most the occupancy calculator takes",
+    })
 }
 
 /// Refuses a cooperative launch with more blocks than fit on the device at once.
@@ -1818,6 +1825,9 @@ impl Function {
     /// The most blocks of `block_size` threads with `dynamic_smem` bytes of dynamic shared
     /// memory that fit on one multiprocessor at once
     /// (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a block size above `i32::MAX`; the driver's errors.
     #[doc(alias = "cudaOccupancyMaxActiveBlocksPerMultiprocessor")]
     pub fn max_active_blocks_per_multiprocessor(
         &self,
@@ -2053,22 +2063,34 @@ impl Function {
         flags: OccupancyFlags,
     ) -> Result<(u32, u32)> {
         record((|| {
+            let (sms, warp, limit) = {
+                let a = self.enter()?;
+                use sys::CUdevice_attribute::*;
+                let dev_attr = |attr| a.dev.attribute(attr);
+                let sms = dev_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+                let warp = dev_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1);
+                let max_threads_sm = dev_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+                let func_max = self.attr(
+                    &a,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                )? as u32;
+                let mut limit = func_max.min(max_threads_sm);
+                if block_size_limit > 0 {
+                    limit = limit.min(block_size_limit);
+                }
+                (sms, warp, limit)
+            };
+            // `dynamic_smem` is the caller's code, which may call the crate: it runs outside the
+            // crate's entry of the device. A reset made in it would otherwise run under that
+            // entry (a reset does not wait for its own thread's), and the search go on with the
+            // reset context's function (review finding). Entering again refuses the function
+            // of a reset context.
+            let sizes: Vec<(u32, usize)> = block_sizes(limit, warp)
+                .map(|b| (b, dynamic_smem(b)))
+                .collect();
             let a = self.enter()?;
-            use sys::CUdevice_attribute::*;
-            let dev_attr = |attr| a.dev.attribute(attr);
-            let sms = dev_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-            let warp = dev_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1);
-            let max_threads_sm = dev_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
-            let func_max = self.attr(
-                &a,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            )? as u32;
-            let mut limit = func_max.min(max_threads_sm);
-            if block_size_limit > 0 {
-                limit = limit.min(block_size_limit);
-            }
-            let (best_blocks, best_size) = best_block_size(limit, warp, |b| {
-                occupancy(&a, self.raw.0, b, dynamic_smem(b), flags.bits())
+            let (best_blocks, best_size) = best_block_size(sizes, |b, smem| {
+                occupancy(&a, self.raw.0, b, smem, flags.bits())
             })?;
             Ok((best_blocks * sms, best_size))
         })())
@@ -2076,6 +2098,9 @@ impl Function {
 
     /// Dynamic shared memory available per block when `num_blocks` blocks of `block_size`
     /// threads share a multiprocessor (`cudaOccupancyAvailableDynamicSMemPerBlock`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a block count or size above `i32::MAX`; the driver's errors.
     #[doc(alias = "cudaOccupancyAvailableDynamicSMemPerBlock")]
     pub fn available_dynamic_shared_memory_per_block(
         &self,
@@ -2083,16 +2108,15 @@ impl Function {
         block_size: u32,
     ) -> Result<usize> {
         record((|| {
+            let num_blocks = occupancy_int("occupancy block count", num_blocks)?;
+            let block_size = occupancy_int("occupancy block size", block_size)?;
             let a = self.enter()?;
             let mut bytes = 0usize;
             // SAFETY: live function; valid out-parameter.
             a.check(
                 unsafe {
                     sys::cuOccupancyAvailableDynamicSMemPerBlock(
-                        &mut bytes,
-                        self.raw.0,
-                        num_blocks as i32,
-                        block_size as i32,
+                        &mut bytes, self.raw.0, num_blocks, block_size,
                     )
                 },
                 "cuOccupancyAvailableDynamicSMemPerBlock",
@@ -2336,32 +2360,30 @@ pub(crate) unsafe fn submit_launch(
     }
 }
 
-/// The block size (a multiple of `warp`, at most `limit`) maximising resident threads per
-/// multiprocessor, with its block count: the search libcudart's
-/// `cudaOccupancyMaxPotentialBlockSizeVariableSMem` does. Ties keep the larger block.
+/// The block sizes the search of [`best_block_size`] tries, largest first: the multiples of
+/// `warp` up to `limit`, and `limit` itself where it is not one.
+pub(crate) fn block_sizes(limit: u32, warp: u32) -> impl Iterator<Item = u32> {
+    let warp = warp.max(1);
+    (1..=limit.div_ceil(warp))
+        .rev()
+        .map(move |k| (k as u64 * warp as u64).min(limit as u64) as u32)
+}
+
+/// The block size maximising resident threads per multiprocessor among `sizes` (each with the
+/// dynamic shared memory a block of it needs, largest first, from [`block_sizes`]), with its
+/// block count: the search libcudart's `cudaOccupancyMaxPotentialBlockSizeVariableSMem` does.
+/// Ties keep the larger block.
 pub(crate) fn best_block_size(
-    limit: u32,
-    warp: u32,
-    mut blocks_for: impl FnMut(u32) -> Result<u32>,
+    sizes: impl IntoIterator<Item = (u32, usize)>,
+    mut blocks_for: impl FnMut(u32, usize) -> Result<u32>,
 ) -> Result<(u32, u32)> {
     let mut best = (0u32, 0u32, 0u64); // blocks, size, threads
-    let top = if limit.is_multiple_of(warp) {
-        limit
-    } else {
-        (limit / warp + 1) * warp
-    };
-    let mut size = top;
-    while size > 0 {
-        let b = size.min(limit);
-        let blocks = blocks_for(b)?;
+    for (b, smem) in sizes {
+        let blocks = blocks_for(b, smem)?;
         let threads = blocks as u64 * b as u64;
         if threads > best.2 {
             best = (blocks, b, threads);
         }
-        if best.2 == 0 && size <= warp {
-            break;
-        }
-        size = size.saturating_sub(warp);
     }
     Ok((best.0, best.1))
 }
@@ -2624,6 +2646,20 @@ mod tests {
     }
 
     #[test]
+    fn occupancy_arguments_above_i32_are_refused_with_their_value() {
+        assert_eq!(occupancy_int("occupancy block size", 1024).unwrap(), 1024);
+        assert_eq!(
+            occupancy_int("occupancy block size", i32::MAX as u32).unwrap(),
+            i32::MAX
+        );
+        for v in [i32::MAX as u32 + 1, u32::MAX - 31, u32::MAX] {
+            let e = occupancy_int("occupancy block size", v).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert!(e.to_string().contains(&v.to_string()), "{e}");
+        }
+    }
+
+    #[test]
     fn block_size_search_maximises_resident_threads() {
         // A multiprocessor of 2048 threads, 32 blocks, and a kernel whose dynamic shared
         // memory grows with the block: 64 KiB per SM, 64 bytes per thread.
@@ -2632,17 +2668,30 @@ mod tests {
             let by_smem = (65536 / (64 * b as usize)) as u32;
             Ok(by_threads.min(by_smem).min(32))
         };
-        let (blocks, size) = best_block_size(1024, 32, occ).unwrap();
+        let search = |limit, warp, occ: &dyn Fn(u32) -> Result<u32>| {
+            best_block_size(block_sizes(limit, warp).map(|b| (b, 0)), |b, _| occ(b))
+        };
+        let (blocks, size) = search(1024, 32, &occ).unwrap();
         // 1024 threads of shared memory fit: 64 KiB / 64 B; every size dividing it ties, the
         // largest wins.
         assert_eq!((blocks, size), (1, 1024));
         let occ2 = |b: u32| -> Result<u32> { Ok((1536 / b).min(16)) };
-        let (blocks, size) = best_block_size(1024, 32, occ2).unwrap();
+        let (blocks, size) = search(1024, 32, &occ2).unwrap();
         assert_eq!(blocks as u64 * size as u64, 1536);
         assert_eq!((blocks, size), (2, 768));
-        let (blocks, size) = best_block_size(100, 32, occ2).unwrap();
+        let (blocks, size) = search(100, 32, &occ2).unwrap();
         assert!(size <= 100);
         assert_eq!(blocks * size, 1536 / 96 * 96);
+        // The sizes tried: multiples of the warp, the limit in place of the first above it.
+        assert_eq!(block_sizes(100, 32).collect::<Vec<_>>(), [100, 96, 64, 32]);
+        assert_eq!(block_sizes(96, 32).collect::<Vec<_>>(), [96, 64, 32]);
+        assert_eq!(block_sizes(20, 32).collect::<Vec<_>>(), [20]);
+        assert_eq!(block_sizes(0, 32).count(), 0);
+        assert_eq!(block_sizes(3, 0).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(
+            block_sizes(u32::MAX, 1 << 31).collect::<Vec<_>>(),
+            [u32::MAX, 1 << 31]
+        );
     }
 }
 

@@ -78,6 +78,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 6: case 7: *v = 65535; break;
     case 8: *v = 49152; break;
     case 16: *v = 132; break;
+    case 10: *v = 32; break;  /* warp size */
+    case 39: *v = 2048; break;  /* threads per multiprocessor */
     case 109: *v = 134213632; break;  /* max access policy window (H100) */
     case 21: case 22: case 23: *v = 131072; break;  /* 1-D and 2-D texture sizes */
     default: *v = 1; break;
@@ -140,7 +142,14 @@ static CUresult base_cuMemsetD32Async(uint64_t p, unsigned v, size_t n, void *s)
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *h, size_t n, void *s) { in_ctx("cuMemcpyHtoDAsync"); handle_ok(d, "cuMemcpyHtoDAsync (stale pointer)"); OK; }
 CUresult cuMemcpyDtoHAsync_v2(void *h, uint64_t d, size_t n, void *s) { in_ctx("cuMemcpyDtoHAsync"); handle_ok(d, "cuMemcpyDtoHAsync (stale pointer)"); OK; }
 CUresult cuLaunchKernelEx(const void *cfg, void *f, void **p, void **e) { in_ctx("cuLaunchKernelEx"); OK; }
-CUresult cuFuncGetAttribute(int *v, int attr, void *f) { in_ctx("cuFuncGetAttribute"); *v = 0; OK; }
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) { in_ctx("cuFuncGetAttribute"); handle_ok((uint64_t)f, "cuFuncGetAttribute (stale function)"); *v = attr == 0 ? 1024 : 0; OK; }
+// Occupancy (review rev-d15): 2048 threads per multiprocessor.
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, void *f, int b, size_t smem, unsigned fl) {
+  in_ctx("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+  handle_ok((uint64_t)f, "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags (stale function)");
+  *n = b > 0 ? 2048 / b : 0;
+  OK;
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **e) { in_ctx("cuLaunchKernel"); OK; }
 // ---------------------------------------------------------------------------------------------
 // Stream capture, simulated: which streams capture (and in which capture and mode), which events

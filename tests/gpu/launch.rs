@@ -26,7 +26,9 @@ crate::tests![
     transpose_hostile_shapes_in_a_child_process,
     shared_reverse_hostile_shapes_in_a_child_process,
     scale_rows_hostile_shapes_in_a_child_process,
-    other_kernels_hostile_shapes_in_a_child_process,
+    other_kernels_hostile_shapes_in_a_child_process;
+    exclusive:
+    occupancy_closure_may_reset_the_device,
 ];
 
 /// Tests that run in a process of their own (see `main.rs`).
@@ -455,6 +457,15 @@ fn attributes_and_occupancy() {
         .available_dynamic_shared_memory_per_block(2, 256)
         .unwrap();
     assert!(avail > 0);
+    // Review rev-d15 (NOT yet run on a GPU): values above i32::MAX were passed on negative.
+    let e = rev
+        .max_active_blocks_per_multiprocessor(u32::MAX, 0)
+        .unwrap_err();
+    assert!(e.to_string().contains("4294967295"), "{e}");
+    let e = rev
+        .available_dynamic_shared_memory_per_block(1 << 31, 256)
+        .unwrap_err();
+    assert!(e.to_string().contains("2147483648"), "{e}");
     rev.set_max_dynamic_shared_size(64 * 1024).unwrap();
     assert_eq!(
         rev.attributes().unwrap().max_dynamic_shared_size_bytes,
@@ -463,6 +474,43 @@ fn attributes_and_occupancy() {
     rev.set_max_dynamic_shared_size(48 * 1024).unwrap();
     rev.set_preferred_shared_memory_carveout(50).unwrap();
     assert!(rev.set_preferred_shared_memory_carveout(101).is_err());
+}
+
+/// Review rev-d15: the dynamic shared memory closure of `max_potential_block_size` runs outside
+/// the crate's entry of the device, so a reset made in it is a reset like any other: the search
+/// reports it (`ContextDestroyed`) instead of asking the driver about the reset context's
+/// function; a closure that calls the crate works. NOT yet run on a GPU (the null driver's
+/// scenario `occupancy_reset` shows it).
+fn occupancy_closure_may_reset_the_device() {
+    let dev = Device::current().unwrap();
+    let m = Module::from_ptx(kernels::shared_reverse::PTX).unwrap();
+    let rev = m.function("dynamic_reverse").unwrap();
+    let (grid, block) = rev
+        .max_potential_block_size(
+            |b| {
+                rev.attributes().unwrap();
+                b as usize * 4
+            },
+            0,
+        )
+        .unwrap();
+    assert!(block > 0 && block % 32 == 0 && grid > 0, "{grid} {block}");
+    let calls = std::cell::Cell::new(0u32);
+    let r = rev.max_potential_block_size(
+        |b| {
+            if calls.replace(calls.get() + 1) == 0 {
+                dev.reset().unwrap();
+            }
+            b as usize * 4
+        },
+        0,
+    );
+    assert!(matches!(r, Err(Error::ContextDestroyed { .. })), "{r:?}");
+    assert!(calls.get() > 1, "{}", calls.get());
+    // The device works on, with the module loaded again.
+    let m = Module::from_ptx(kernels::shared_reverse::PTX).unwrap();
+    let rev = m.function("dynamic_reverse").unwrap();
+    assert!(rev.max_potential_block_size(|b| b as usize * 4, 0).is_ok());
 }
 
 fn cooperative_launch_limits() {

@@ -87,3 +87,9 @@ LD_LIBRARY_PATH="$out" "$out/target/release/hostfn_panic" 2>/dev/null
 # bare cuMemFree in the thread's mode, which invalidated another thread's global capture).
 echo "== pool_import_free"
 LD_LIBRARY_PATH="$out" "$out/target/release/pool_import_free" < /dev/null
+# Review rev-d15: a device reset made from Function::max_potential_block_size's dynamic shared
+# memory closure ran under the search's entry of the device, which then asked the driver about
+# the reset context's function (now the closure runs outside the entry; the search reports the
+# reset).
+echo "== occupancy_reset"
+LD_LIBRARY_PATH="$out" "$out/target/release/occupancy_reset"
