@@ -441,6 +441,18 @@ impl DeviceState {
         // One reset at a time: while this one holds its device's write lock and waits for the
         // peer devices below, no other device's write lock is held, so entering them cannot
         // deadlock.
+        // Nor from code the crate runs inside one of its calls on this device (a closure of the
+        // caller's, a value's drop): the write lock below does not wait for this thread's own
+        // entry, so the reset would destroy the context under that call (review rev-d15: the
+        // occupancy search's closure).
+        if self.ctx.held_here() {
+            return Err(Error::InvalidValue {
+                what: "cudaDeviceReset",
+                value: format!("device {}", self.ordinal),
+                reason: "called from inside a call of the crate on this device (a closure or a \
+                         drop the call runs): the context would be destroyed under that call",
+            });
+        }
         static ONE_RESET: Mutex<()> = Mutex::new(());
         let _one = ONE_RESET.lock();
         let mut st = self.ctx.write();

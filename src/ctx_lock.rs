@@ -206,6 +206,13 @@ impl<T> CtxLock<T> {
         }
     }
 
+    /// Whether the calling thread holds this lock shared (with more than [`SLOT_DEVICES`]
+    /// devices, or another device's entry sharing its count: see [`write`](Self::write)).
+    pub(crate) fn held_here(&self) -> bool {
+        SLOT.with(|c| c.get())
+            .is_some_and(|s| s.counts[self.index].load(Ordering::Relaxed) != 0)
+    }
+
     /// Whether a writer is under way (waiting for the readers to leave, or holding the lock).
     pub(crate) fn writer_waiting(&self) -> bool {
         self.writing.load(Ordering::Acquire)
@@ -402,6 +409,33 @@ mod tests {
             Ok(7),
             "a count was left behind: the writer never got in"
         );
+    }
+
+    /// `held_here` is true exactly while the calling thread holds the lock shared (a reset
+    /// refuses then), whatever other threads hold.
+    #[test]
+    fn held_here_is_the_calling_threads_entry_only() {
+        init();
+        let lock = leak(CtxLock::new(1u8, 9));
+        assert!(!lock.held_here());
+        let outer = lock.read_recursive();
+        let inner = lock.read_recursive();
+        assert!(lock.held_here());
+        drop(inner);
+        assert!(lock.held_here());
+        std::thread::spawn(move || assert!(!lock.held_here()))
+            .join()
+            .unwrap();
+        drop(outer);
+        assert!(!lock.held_here());
+        let other = std::thread::spawn(move || {
+            let g = lock.read_recursive();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(g);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert!(!lock.held_here());
+        other.join().unwrap();
     }
 
     /// Readers on many threads and a writer that changes the value in two steps: no reader ever
