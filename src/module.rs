@@ -2131,6 +2131,7 @@ impl Function {
     }
 
     /// Checks arguments against the kernel's parameter list (see [`check_args`]).
+    #[inline]
     pub(crate) fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
         check_args(&self.name, &self.params, args)
     }
@@ -2269,7 +2270,18 @@ impl Function {
 }
 
 /// Checks the count and sizes of `args` against the parameters of kernel `name`.
+#[inline]
 pub(crate) fn check_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Result<()> {
+    if args.len() == params.len() && args.iter().zip(params).all(|(a, p)| a.size == p.size) {
+        return Ok(());
+    }
+    refuse_args(name, params, args)
+}
+
+/// The refusal of [`check_args`]: the first mismatch.
+#[cold]
+#[inline(never)]
+fn refuse_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Result<()> {
     if args.len() != params.len() {
         return Err(Error::KernelArguments {
             kernel: name.to_string(),
@@ -2317,8 +2329,8 @@ pub(crate) unsafe fn submit_launch(
     if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
         return Err(crate::graph::graph_mem_outside(m, call));
     }
-    let mut arg_ptrs = ArgPtrs::new(args);
-    let ptrs = arg_ptrs.as_mut_slice();
+    let mut arg_ptrs = ArgPtrs::new();
+    let ptrs = arg_ptrs.fill(args);
     let uses: Vec<Use<'_>> = args
         .iter()
         .flat_map(|a| a.used.into_iter().chain(a.also))
@@ -2389,36 +2401,34 @@ pub(crate) fn best_block_size(
 }
 
 /// The argument pointers of a launch (`kernelParams`): up to 32 on the stack, more (rare) on
-/// the heap.
+/// the heap. Made empty where it stays, then filled in place: a constructor that fills it
+/// returned it through a 288-byte copy (`memcpy`) on the kernel-node update's path.
 pub(crate) struct ArgPtrs {
     stack: [*mut c_void; 32],
-    len: usize,
     heap: Vec<*mut c_void>,
 }
 
 impl ArgPtrs {
-    #[inline]
-    pub(crate) fn new(args: &[KernelArg<'_>]) -> ArgPtrs {
-        let mut p = ArgPtrs {
+    #[inline(always)]
+    pub(crate) fn new() -> ArgPtrs {
+        ArgPtrs {
             stack: [std::ptr::null_mut(); 32],
-            len: args.len(),
             heap: Vec::new(),
-        };
-        if args.len() <= p.stack.len() {
-            for (slot, arg) in p.stack.iter_mut().zip(args) {
-                *slot = arg.value_ptr();
-            }
-        } else {
-            p.heap.extend(args.iter().map(KernelArg::value_ptr));
         }
-        p
     }
 
-    #[inline]
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [*mut c_void] {
-        if self.len <= self.stack.len() {
-            &mut self.stack[..self.len]
+    /// The pointers to the values of `args`, in order.
+    #[inline(always)]
+    pub(crate) fn fill(&mut self, args: &[KernelArg<'_>]) -> &mut [*mut c_void] {
+        if args.len() <= self.stack.len() {
+            let slots = &mut self.stack[..args.len()];
+            for (slot, arg) in slots.iter_mut().zip(args) {
+                *slot = arg.value_ptr();
+            }
+            slots
         } else {
+            self.heap.clear();
+            self.heap.extend(args.iter().map(KernelArg::value_ptr));
             &mut self.heap
         }
     }

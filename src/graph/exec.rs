@@ -528,8 +528,8 @@ impl GraphExec {
             }
             let operands =
                 check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
-            let mut arg_ptrs = crate::module::ArgPtrs::new(args);
-            let ptrs = arg_ptrs.as_mut_slice();
+            let mut arg_ptrs = crate::module::ArgPtrs::new();
+            let ptrs = arg_ptrs.fill(args);
             let params = kernel_params(function, config, ptrs);
             self.update_node_with(
                 node,

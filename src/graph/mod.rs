@@ -351,6 +351,29 @@ pub(crate) fn check_memory(
     if context::in_host_fn() {
         return Err(Error::InHostFunction { call });
     }
+    check_memory_outside_host_fn(alloc, device, generation, call)
+}
+
+/// The checks of [`check_memory`] but the first: for a caller that refused a call inside a
+/// host function already (a kernel node's check, once for all its arguments).
+#[inline]
+pub(crate) fn check_memory_outside_host_fn(
+    alloc: &Alloc,
+    device: i32,
+    generation: u64,
+    call: &'static str,
+) -> Result<()> {
+    if alloc.host.is_some() || alloc.ipc || alloc.device != device || alloc.generation != generation
+    {
+        return refuse_memory(alloc, device, generation, call);
+    }
+    alloc.wait_allocated()
+}
+
+/// The refusals of [`check_memory_outside_host_fn`], in their order.
+#[cold]
+#[inline(never)]
+fn refuse_memory(alloc: &Alloc, device: i32, generation: u64, call: &'static str) -> Result<()> {
     if alloc.host.is_some() {
         return Err(Error::InvalidValue {
             what: call,

@@ -62,6 +62,7 @@ impl Extra {
     }
 
     /// Whether any node was ever destroyed (see `any_destroyed`).
+    #[inline]
     fn any_destroyed(&self) -> bool {
         self.any_destroyed
             .load(std::sync::atomic::Ordering::Acquire)
@@ -105,6 +106,7 @@ impl Extra {
 /// Refuses the handle of a destroyed node of `shared`. A destroyed node's address may since
 /// name a node that the crate did not add itself (a capture into the graph): then the driver's
 /// list of live nodes says so, and the handle is accepted again.
+#[inline]
 pub(crate) fn check_not_destroyed(
     shared: &GraphShared,
     call: &'static str,
@@ -113,6 +115,17 @@ pub(crate) fn check_not_destroyed(
     if !shared.extra.any_destroyed() {
         return Ok(());
     }
+    check_not_destroyed_slow(shared, call, nodes)
+}
+
+/// [`check_not_destroyed`] once a node of `shared` was destroyed.
+#[cold]
+#[inline(never)]
+fn check_not_destroyed_slow(
+    shared: &GraphShared,
+    call: &'static str,
+    nodes: &[GraphNode],
+) -> Result<()> {
     let suspects: Vec<usize> = {
         let d = shared.extra.destroyed.lock();
         if d.is_empty() {
@@ -174,7 +187,17 @@ pub(crate) fn lock_pair<'g>(
 /// check, then wait for the lock while the node is destroyed).
 #[inline]
 pub(crate) fn still_live(shared: &GraphShared, node: GraphNode, call: &'static str) -> Result<()> {
-    if node.graph == shared.id && shared.extra.is_destroyed(node.raw) {
+    if shared.extra.any_destroyed() && node.graph == shared.id {
+        return still_live_slow(shared, node, call);
+    }
+    Ok(())
+}
+
+/// [`still_live`] once a node of `shared` was destroyed.
+#[cold]
+#[inline(never)]
+fn still_live_slow(shared: &GraphShared, node: GraphNode, call: &'static str) -> Result<()> {
+    if shared.extra.is_destroyed(node.raw) {
         return Err(destroyed_node(call, node.raw));
     }
     Ok(())

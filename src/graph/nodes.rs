@@ -81,7 +81,8 @@ pub(crate) fn check_kernel_node<'f, 'a, 'b>(
             });
         }
         if let Some(u) = arg.used {
-            crate::graph::check_memory(u.alloc, device, generation, call)?;
+            // (Not in a host function: refused above.)
+            crate::graph::check_memory_outside_host_fn(u.alloc, device, generation, call)?;
         }
     }
     Ok(KernelOperands { function, args })
@@ -103,6 +104,7 @@ impl KernelOperands<'_, '_, '_> {
 
     /// Keeps in `kept` what it does not keep yet; nothing is cloned for what it keeps already
     /// (a per-node update that changes only scalars clones nothing).
+    #[inline]
     pub(crate) fn keep_into(self, kept: &mut keep::Kept) {
         kept.keep_with(self.function_key(), || Box::new(self.function.clone()));
         for u in self.args.iter().filter_map(|a| a.used) {

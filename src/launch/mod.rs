@@ -201,6 +201,27 @@ impl LaunchLimits {
 /// (it reports `cudaErrorInvalidValue` for each of these).
 #[inline]
 pub(crate) fn validate(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> {
+    // 1..=max (0 wraps past every limit).
+    let within = |v: u32, max: u32| v.wrapping_sub(1) < max;
+    let (b, g) = (cfg.block, cfg.grid);
+    if within(b.x, limits.max_block[0])
+        & within(b.y, limits.max_block[1])
+        & within(b.z, limits.max_block[2])
+        & within(g.x, limits.max_grid[0])
+        & within(g.y, limits.max_grid[1])
+        & within(g.z, limits.max_grid[2])
+        && b.volume() <= limits.max_threads_per_block as u64
+        && cfg.shared_mem_bytes <= limits.max_shared_per_block_optin
+    {
+        return Ok(());
+    }
+    refuse_config(cfg, limits)
+}
+
+/// The refusal of [`validate`]: the first limit exceeded, in the order of the checks.
+#[cold]
+#[inline(never)]
+fn refuse_config(cfg: &LaunchConfig, limits: &LaunchLimits) -> Result<()> {
     let g = [cfg.grid.x, cfg.grid.y, cfg.grid.z];
     let b = [cfg.block.x, cfg.block.y, cfg.block.z];
     const GRID: [&str; 3] = ["grid.x", "grid.y", "grid.z"];
@@ -303,6 +324,29 @@ mod tests {
         )
         .unwrap();
         validate(&cfg((1, 1, 1), (16, 16, 4), 0), &H100).unwrap();
+    }
+
+    #[test]
+    fn the_quick_check_accepts_exactly_what_the_full_one_does() {
+        // Each dimension at 0, 1, its limit, past it and at the type's end; with a block
+        // volume past the thread limit and shared memory past its limit too.
+        let edges = |max: u32| [0, 1, max, max.wrapping_add(1), u32::MAX];
+        let mut seen = [0usize; 2];
+        for bx in edges(H100.max_block[0]) {
+            for bz in edges(H100.max_block[2]) {
+                for gx in edges(H100.max_grid[0]) {
+                    for gy in edges(H100.max_grid[1]) {
+                        for (by, smem) in [(1, 0), (2, 0), (1, 232448), (1, 232449)] {
+                            let c = cfg((gx, gy, 1), (bx, by, bz), smem);
+                            let quick = validate(&c, &H100);
+                            assert_eq!(quick, refuse_config(&c, &H100), "{c:?}");
+                            seen[quick.is_ok() as usize] += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
     }
 
     #[test]

@@ -147,6 +147,7 @@ impl Alloc {
 
     /// Waits until a stream-ordered allocation exists (its allocation point in its stream is
     /// done), for work whose order against that stream the crate cannot arrange (graph nodes).
+    #[inline]
     pub(crate) fn wait_allocated(&self) -> Result<()> {
         match &self.home {
             Some((s, seq)) => s.home_queue().wait(*seq),

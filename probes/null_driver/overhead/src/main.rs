@@ -4,7 +4,7 @@
 //! crate's overhead goes without a GPU (`perf record` / `perf annotate` on this binary; it keeps
 //! debug information); the figures that count are the benches' on the GPU machine.
 //!
-//! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|glaunch|alloc|sizes]`
+//! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|rawnode|glaunch|alloc|sizes]`
 //! (`N` iterations per figure, default a million).
 //!
 //! `NULLDRV_TEX_POLLUTE_KB=128` makes the null driver's texture create and destroy write that
@@ -15,8 +15,8 @@
 
 use cuda_runtime::graph::Graph;
 use cuda_runtime::{
-    kernel_args, kernels, Array, ArrayFlags, DeviceBuffer, LaunchConfig, Module, Stream,
-    TextureDesc, TextureObject,
+    kernel_args, kernels, Array, ArrayFlags, DeviceBuffer, DeviceRead, LaunchConfig, Module,
+    Stream, TextureDesc, TextureObject,
 };
 use cudarc::driver::sys;
 use std::time::Instant;
@@ -135,7 +135,7 @@ fn main() {
             ))
         });
     }
-    if which.is_empty() || which == "node" || which == "glaunch" {
+    if which.is_empty() || which == "node" || which == "rawnode" || which == "glaunch" {
         let module = Module::from_ptx(kernels::params::PTX).unwrap();
         let f = module.function("four_args").unwrap();
         let cfg = LaunchConfig::new(1u32, 1u32);
@@ -153,24 +153,56 @@ fn main() {
         .unwrap();
         let mut e = g.instantiate().unwrap();
         let mut k = 0i64;
-        if which != "node" {
+        if which != "node" && which != "rawnode" {
             t("crate graph launch", n, || e.launch(&s).unwrap());
         }
         if which == "glaunch" {
             return;
         }
-        t("crate kernel-node update", n, || {
-            k ^= 1;
-            // SAFETY: as the node's add above.
-            unsafe {
-                e.set_kernel_node_params(
-                    node,
-                    &f,
-                    &cfg,
-                    &kernel_args![&mut out, 1usize, k, 2.0f64, 3.0f64],
-                )
-            }
-            .unwrap();
+        // (`rawnode`: the raw figure alone, to subtract from `node`'s instruction count.)
+        if which != "rawnode" {
+            t("crate kernel-node update", n, || {
+                k ^= 1;
+                // SAFETY: as the node's add above.
+                unsafe {
+                    e.set_kernel_node_params(
+                        node,
+                        &f,
+                        &cfg,
+                        &kernel_args![&mut out, 1usize, k, 2.0f64, 3.0f64],
+                    )
+                }
+                .unwrap();
+            });
+        }
+        // The same update straight through the driver: the ratio of the two figures is the
+        // crate's share (the GPU bench's ratio is against the real driver's cost).
+        let (exec, raw_node, func) = (e.as_raw(), node.as_raw(), f.as_raw());
+        let dptr = out.device_ptr();
+        let mut vals = [dptr, 1u64, 0, 2.0f64.to_bits(), 3.0f64.to_bits()];
+        t("raw kernel-node update", n, || {
+            vals[2] ^= 1;
+            let mut ptrs = vals
+                .each_mut()
+                .map(|v| (v as *mut u64).cast::<std::ffi::c_void>());
+            let params = sys::CUDA_KERNEL_NODE_PARAMS {
+                func,
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 1,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                kernelParams: ptrs.as_mut_ptr(),
+                extra: std::ptr::null_mut(),
+                kern: std::ptr::null_mut(),
+                ctx: std::ptr::null_mut(),
+            };
+            // SAFETY: a live executable and a kernel node of its source graph; five pointers
+            // to 8-byte values, as the kernel's parameters; the null driver runs no kernel.
+            let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, raw_node, &params) };
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
         });
     }
 }
