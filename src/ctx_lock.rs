@@ -219,7 +219,9 @@ impl<T> CtxLock<T> {
     }
 
     /// Enters shared unless a writer is under way (and this thread does not hold it already).
-    #[inline]
+    /// (Always inline: out of line, the guard comes back through memory; the stream-ordered
+    /// free's entry was such a call.)
+    #[inline(always)]
     pub(crate) fn try_read_recursive(&self) -> Option<ReadGuard<'_, T>> {
         let (slot, borrowed) = my_slot();
         let count = &slot.counts[self.index];

@@ -1988,6 +1988,39 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
 
 const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
 
+/// As [`alloc_retry`], for an allocation that is one driver call `f` named by `call` (asked
+/// only on failure): its result is checked as [`Active::check`] does. Inline, with everything past a successful first try
+/// out of line: the common case compares the driver's result in a register and builds no
+/// `Result` in memory (measured on `cudaMallocAsync`).
+#[inline]
+pub(crate) fn alloc_retry_rc(
+    a: &Active,
+    call: impl Fn() -> &'static str,
+    mut f: impl FnMut() -> sys::CUresult,
+) -> Result<()> {
+    let r = f();
+    if driver::rc(r) == 0 {
+        return Ok(());
+    }
+    alloc_retry_failed(a, call, r, f)
+}
+
+/// [`alloc_retry_rc`] once the first try failed (`r`): the error, or the retry after an
+/// out-of-memory failure, exactly as [`alloc_retry`] with a closure that checks each try.
+#[cold]
+#[inline(never)]
+fn alloc_retry_failed(
+    a: &Active,
+    call: impl Fn() -> &'static str,
+    r: sys::CUresult,
+    mut f: impl FnMut() -> sys::CUresult,
+) -> Result<()> {
+    match a.check(r, call()) {
+        Err(e) if e.code() == OOM => alloc_retry_slow(a, || a.check(f(), call())),
+        r => r,
+    }
+}
+
 /// [`alloc_retry`] once the first try failed for lack of memory.
 #[cold]
 #[inline(never)]

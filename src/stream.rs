@@ -220,7 +220,8 @@ impl Stream {
     }
 
     /// Enters the stream's device, checking the stream survived every reset since it was made.
-    #[inline]
+    /// (Always inline: out of line, the entry comes back through memory.)
+    #[inline(always)]
     pub(crate) fn enter(&self) -> Result<Active> {
         context::enter_handle(self.inner.device, self.inner.generation, "stream")
     }

@@ -4,7 +4,7 @@
 //! crate's overhead goes without a GPU (`perf record` / `perf annotate` on this binary; it keeps
 //! debug information); the figures that count are the benches' on the GPU machine.
 //!
-//! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|rawnode|glaunch|alloc|sizes]`
+//! `bash probes/null_driver/overhead/run.sh [all|tex|launch|4arg|node|rawnode|glaunch|alloc|alloc-crate|alloc-raw|sizes]`
 //! (`N` iterations per figure, default a million).
 //!
 //! `NULLDRV_TEX_POLLUTE_KB=128` makes the null driver's texture create and destroy write that
@@ -71,12 +71,16 @@ fn main() {
     }
     let s = Stream::new().unwrap();
     let mut out = DeviceBuffer::<f32>::zeroed(1).unwrap();
-    if which == "alloc" {
+    // `alloc-crate` and `alloc-raw` run one figure each, so that instruction counts
+    // (`valgrind --tool=callgrind`) can be subtracted: the crate's own work per pair.
+    if which == "alloc" || which == "alloc-crate" {
         t("crate mallocAsync+freeAsync 1 MiB", n, || {
             drop(std::hint::black_box(
                 DeviceBuffer::<u8>::new_async(1 << 20, &s).unwrap(),
             ))
         });
+    }
+    if which == "alloc" || which == "alloc-raw" {
         // SAFETY: a live stream of the current context; valid out-parameter; the pointer freed
         // is the one just allocated.
         t("raw cuMemAllocAsync+cuMemFreeAsync", n, || unsafe {
@@ -84,6 +88,8 @@ fn main() {
             sys::cuMemAllocAsync(&mut p, 1 << 20, s.as_raw());
             sys::cuMemFreeAsync(std::hint::black_box(p), s.as_raw());
         });
+    }
+    if which.starts_with("alloc") {
         return;
     }
     if which == "4arg" {
