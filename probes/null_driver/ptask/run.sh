@@ -93,3 +93,8 @@ LD_LIBRARY_PATH="$out" "$out/target/release/pool_import_free" < /dev/null
 # reset).
 echo "== occupancy_reset"
 LD_LIBRARY_PATH="$out" "$out/target/release/occupancy_reset"
+# Review rev-e15: a root embedded as a child in its own conditional body took its lock twice,
+# and two threads embedding each other's root in a body of their own took two locks in opposite
+# orders: both hung (now refused: no graph with conditional nodes is embedded).
+echo "== child_lock_order"
+LD_LIBRARY_PATH="$out" "$out/target/release/child_lock_order"
