@@ -98,3 +98,9 @@ LD_LIBRARY_PATH="$out" "$out/target/release/occupancy_reset"
 # orders: both hung (now refused: no graph with conditional nodes is embedded).
 echo "== child_lock_order"
 LD_LIBRARY_PATH="$out" "$out/target/release/child_lock_order"
+# Review rev-g15: a driver log callback runs inside the failing driver call, so inside a crate
+# call; an allocation made from the callback of a failed allocation recursed until the stack
+# overflowed (now refused, as in host functions), and a panic payload whose drop panics must not
+# unwind into the driver. The null driver logs allocations refused for NULLDRV_MAX_ALLOCS.
+echo "== log_reentry"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/log_reentry" 2>/dev/null
