@@ -98,3 +98,7 @@ LD_LIBRARY_PATH="$out" "$out/target/release/occupancy_reset"
 # orders: both hung (now refused: no graph with conditional nodes is embedded).
 echo "== child_lock_order"
 LD_LIBRARY_PATH="$out" "$out/target/release/child_lock_order"
+# Review rev-f15 (host and managed memory): a READ_ONLY registration made through
+# HostRegistration::with is read-only for the crate too.
+echo "== ro_flag"
+LD_LIBRARY_PATH="$out" "$out/target/release/ro_flag"
