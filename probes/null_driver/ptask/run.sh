@@ -104,3 +104,7 @@ LD_LIBRARY_PATH="$out" "$out/target/release/child_lock_order"
 # unwind into the driver. The null driver logs allocations refused for NULLDRV_MAX_ALLOCS.
 echo "== log_reentry"
 NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/log_reentry" 2>/dev/null
+# Review rev-f15 (host and managed memory): a READ_ONLY registration made through
+# HostRegistration::with is read-only for the crate too.
+echo "== ro_flag"
+LD_LIBRARY_PATH="$out" "$out/target/release/ro_flag"
