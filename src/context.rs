@@ -611,20 +611,21 @@ thread_local! {
     static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Marks the calling thread as running a host function (`cudaLaunchHostFunc`), where CUDA calls
-/// are forbidden: objects dropped there hand their release to [`defer_release`].
-pub(crate) struct HostFnScope(());
+/// Marks the calling thread as running a host function (`cudaLaunchHostFunc`) or another
+/// callback of the driver (a log callback), where CUDA calls are forbidden: objects dropped there
+/// hand their release to [`defer_release`]. Scopes nest (the driver may log from a call made
+/// while one is open): the drop puts back the mark found at entry.
+pub(crate) struct HostFnScope(bool);
 
 impl HostFnScope {
     pub(crate) fn enter() -> HostFnScope {
-        IN_HOST_FN.with(|f| f.set(true));
-        HostFnScope(())
+        HostFnScope(IN_HOST_FN.with(|f| f.replace(true)))
     }
 }
 
 impl Drop for HostFnScope {
     fn drop(&mut self) {
-        IN_HOST_FN.with(|f| f.set(false));
+        IN_HOST_FN.with(|f| f.set(self.0));
     }
 }
 

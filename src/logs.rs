@@ -179,6 +179,11 @@ unsafe extern "C" fn log_trampoline(
     let Some(f) = slot.f.lock().clone() else {
         return;
     };
+    // The driver calls this inside the failing call, so inside the crate's call that made it:
+    // crate calls from `f` are refused as in host functions (review rev-g15: an allocation in
+    // the callback of a failed allocation failed and logged again, recursing until the stack
+    // overflowed), and what `f` drops is released later.
+    let _scope = crate::context::HostFnScope::enter();
     let text = if message.is_null() {
         String::new()
     } else {
@@ -188,12 +193,19 @@ unsafe extern "C" fn log_trampoline(
         String::from_utf8_lossy(bytes).into_owned()
     };
     let level = LogLevel::from_raw(level);
-    let _ = catch_unwind(AssertUnwindSafe(|| f(level, text.trim_end())));
+    // Nothing may unwind into the driver (an abort): not a panic of `f`, nor one of its
+    // payload's drop, nor one of the closure's drop (the last clone, when it was unregistered
+    // meanwhile).
+    if let Err(p) = catch_unwind(AssertUnwindSafe(move || f(level, text.trim_end()))) {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
+    }
 }
 
 /// Registers `f` to receive each error or warning message the driver logs from now on, on the
 /// thread that caused it (`cudaLogsRegisterCallback`); dropping the returned [`LogCallback`]
-/// unregisters it. `f` must not call into CUDA. A panic in `f` is caught and dropped.
+/// unregisters it. `f` must not call into CUDA: the crate's calls made from it are refused
+/// with [`Error::InHostFunction`], as in host functions (the driver calls it inside the call
+/// that failed). A panic in `f` is caught and dropped.
 #[doc(alias = "cudaLogsRegisterCallback")]
 #[doc(alias = "cudaLogsUnregisterCallback")]
 pub fn register_callback(

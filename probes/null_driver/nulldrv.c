@@ -134,7 +134,33 @@ CUresult cuMemAllocAsync(uint64_t *p, size_t b, void *s) { in_ctx("cuMemAllocAsy
 CUresult cuDeviceGetMemPool(void **pool, int dev) { (void)dev; *pool = (void *)0x600d; OK; }
 CUresult cuMemAllocFromPoolAsync(uint64_t *p, size_t b, void *pool, void *s) { (void)pool; in_ctx("cuMemAllocFromPoolAsync"); stream_ok((uint64_t)s, "cuMemAllocFromPoolAsync (stale stream)"); *p = make(); OK; }
 static CUresult base_cuMemFreeAsync(uint64_t p, void *s) { __atomic_fetch_sub(&live_allocs, 1, __ATOMIC_SEQ_CST); in_ctx("cuMemFreeAsync"); handle_ok(p, "cuMemFreeAsync (stale pointer)"); stream_ok((uint64_t)s, "cuMemFreeAsync (stale stream)"); OK; }
-static CUresult base_cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); const char *m = getenv("NULLDRV_MAX_ALLOCS"); if (m && __atomic_load_n(&live_allocs, __ATOMIC_SEQ_CST) >= atol(m)) return 2; __atomic_fetch_add(&live_allocs, 1, __ATOMIC_SEQ_CST); *p = make(); OK; }
+// (Review rev-g15) Log callbacks (cuLogsRegisterCallback): the driver calls them on the thread
+// whose call failed, before that call returns; here an allocation refused for
+// NULLDRV_MAX_ALLOCS logs "cuMemAlloc: out of memory".
+typedef void (*log_cb)(void *, unsigned, char *, size_t);
+#define LOG_SLOTS 16
+static log_cb log_cbs[LOG_SLOTS];
+static void *log_data[LOG_SLOTS];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+CUresult cuLogsRegisterCallback(log_cb cb, void *data, void **h) {
+  pthread_mutex_lock(&log_mu);
+  for (long i = 0; i < LOG_SLOTS; i++)
+    if (!log_cbs[i]) { log_cbs[i] = cb; log_data[i] = data; *h = (void *)(i + 1); pthread_mutex_unlock(&log_mu); OK; }
+  pthread_mutex_unlock(&log_mu);
+  return 2;
+}
+CUresult cuLogsUnregisterCallback(void *h) {
+  long i = (long)h - 1;
+  if (i < 0 || i >= LOG_SLOTS) return 1;
+  pthread_mutex_lock(&log_mu); log_cbs[i] = 0; log_data[i] = 0; pthread_mutex_unlock(&log_mu); OK;
+}
+static void log_error(const char *msg) {
+  for (int i = 0; i < LOG_SLOTS; i++) {
+    pthread_mutex_lock(&log_mu); log_cb cb = log_cbs[i]; void *d = log_data[i]; pthread_mutex_unlock(&log_mu);
+    if (cb) { char buf[128]; snprintf(buf, sizeof buf, "%s", msg); cb(d, 0, buf, strlen(buf) + 1); }
+  }
+}
+static CUresult base_cuMemAlloc_v2(uint64_t *p, size_t b) { in_ctx("cuMemAlloc"); const char *m = getenv("NULLDRV_MAX_ALLOCS"); if (m && __atomic_load_n(&live_allocs, __ATOMIC_SEQ_CST) >= atol(m)) { log_error("cuMemAlloc: out of memory"); return 2; } __atomic_fetch_add(&live_allocs, 1, __ATOMIC_SEQ_CST); *p = make(); OK; }
 static CUresult base_cuMemFree_v2(uint64_t p) { in_ctx("cuMemFree"); handle_ok(p, "cuMemFree (stale pointer)"); OK; }
 CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { in_ctx("cuMemGetInfo"); *f = 70ull << 30; *t = 80ull << 30; OK; }
 static CUresult base_cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, void *s) { in_ctx("cuMemsetD8Async"); handle_ok(p, "cuMemsetD8Async (stale pointer)"); stream_ok((uint64_t)s, "cuMemsetD8Async (stale stream)"); OK; }

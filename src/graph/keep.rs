@@ -216,12 +216,19 @@ impl Drop for Seg {
             // thread. No context is needed.
             let _ = unsafe { sys::cuUserObjectRelease(o.get(), 1) };
         }
-        // The rest of the chain, without recursion (a chain may be long).
-        let mut next = self.prev.take();
-        while let Some(seg) = next {
-            match Arc::try_unwrap(seg) {
-                Ok(mut seg) => next = seg.prev.take(),
-                Err(_) => break,
+        // The rest of the chain and the chains it keeps, without recursion: a chain may be
+        // long, and kept chains nest as deep as a graph's history of clones and embeddings
+        // (each clone keeps its source's chain; review rev-e15: dropping the last of 200 000
+        // successive clones overflowed the stack). A segment whose last holder is this one is
+        // emptied here, so that its own drop finds nothing more to follow.
+        let mut stack: Vec<Arc<Seg>> = Vec::new();
+        stack.extend(self.prev.take());
+        stack.extend(self.subs.drain(..).filter_map(|r| r.head));
+        while let Some(seg) = stack.pop() {
+            if let Ok(mut seg) = Arc::try_unwrap(seg) {
+                stack.extend(seg.prev.take());
+                stack.extend(seg.subs.drain(..).filter_map(|r| r.head));
+                // `seg` drops here: it releases its own references and follows nothing.
             }
         }
     }
@@ -303,12 +310,16 @@ mod tests {
     /// The sum of the stand-in handles (addresses below 0x1000) released so far.
     pub(super) static RELEASED: AtomicUsize = AtomicUsize::new(0);
 
+    /// Held by the tests that read [`RELEASED`] (they run in parallel otherwise).
+    static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
     fn fake(n: usize) -> Raw<sys::CUuserObject_st> {
         Raw(n as *mut sys::CUuserObject_st)
     }
 
     #[test]
     fn snapshots_never_change_and_each_reference_is_released_once_by_its_last_holder() {
+        let _serial = SERIAL.lock();
         // Distinct powers of two per reference: the sum names which were released.
         let released = || RELEASED.load(Ordering::SeqCst);
         let before = released();
@@ -344,6 +355,33 @@ mod tests {
         drop(snaps);
         drop(long);
         assert_eq!(released() - before, 15 + 16 * 100_000);
+    }
+
+    #[test]
+    fn deeply_nested_chains_drop_without_recursion() {
+        // Review rev-e15: each `Graph::try_clone` (and each child embedding) keeps the source's
+        // whole chain as a sub-chain, so cloning the latest clone and dropping the older one
+        // nests chains as deep as the number of clones; the last drop recursed once per level
+        // and overflowed the stack (a crash from safe code).
+        let _serial = SERIAL.lock();
+        let released = || RELEASED.load(Ordering::SeqCst);
+        let before = released();
+        let depth = 200_000;
+        let mut current = Refs::default();
+        current.push(fake(32));
+        for _ in 0..depth {
+            let mut next = Refs::default();
+            next.keep_all(&current);
+            current = next;
+        }
+        // Dropped on a thread with a small stack: a recursion per level cannot fit.
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || drop(current))
+            .unwrap()
+            .join()
+            .expect("the nested chain's drop overflowed the stack");
+        assert_eq!(released() - before, 32);
     }
 
     #[test]

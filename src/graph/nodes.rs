@@ -561,7 +561,9 @@ impl Graph {
     /// `child`'s nodes refer to; `child` itself stays the caller's.
     ///
     /// # Errors
-    /// [`Error::DeviceMismatch`] when `child` is another device's graph.
+    /// [`Error::DeviceMismatch`] when `child` is another device's graph;
+    /// [`Error::InvalidValue`] for a conditional body and for a graph with conditional nodes
+    /// (the driver embeds none).
     #[doc(alias = "cudaGraphAddChildGraphNode")]
     pub fn add_child_graph_node(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddChildGraphNode";
@@ -575,6 +577,21 @@ impl Graph {
                 });
             }
             child.not_body(CALL)?;
+            // A graph with conditional bodies is refused before its lock is taken (review
+            // rev-e15): the driver embeds no graph with conditional nodes, and a body of
+            // `child` shares `child`'s lock, so that `body.add_child_graph_node(&child)` took
+            // that lock twice, and two threads each adding the other's root to a body of their
+            // own took the two locks in opposite orders: both hung forever. Without bodies, no
+            // handle but `child` (borrowed here) and its executables (which take two locks only
+            // in one global order) uses `child`'s lock.
+            let bodies = child.shared.bodies.lock().len();
+            if bodies > 0 {
+                return Err(Error::InvalidValue {
+                    what: CALL,
+                    value: format!("a graph with {bodies} conditional node bodies"),
+                    reason: "a graph with conditional nodes cannot be embedded as a child graph",
+                });
+            }
             // The embedded copy's conditional bodies are the driver's, which no crate handle
             // reaches and this graph's check does not see: checked now, as they stay (review
             // finding, as for `try_clone`).

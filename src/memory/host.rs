@@ -79,6 +79,9 @@ pub(crate) struct HostSide {
     pub(crate) any_device: bool,
     /// Whether the device may write it (not a read-only registration).
     pub(crate) writable: bool,
+    /// Whether the CPU may write it: not memory lent by a shared borrow
+    /// ([`HostRegistration::with_read_only`]).
+    pub(crate) cpu_writable: bool,
     /// Held for a whole wait, so that a second CPU access cannot pass while the first one is
     /// still waiting.
     waiting: Mutex<()>,
@@ -102,6 +105,7 @@ impl HostSide {
             mapped,
             any_device,
             writable,
+            cpu_writable: writable,
             waiting: Mutex::new(()),
             views: AtomicUsize::new(0),
         }
@@ -196,6 +200,20 @@ impl HostSide {
                 what: call,
                 value: format!("{:p}", self.host_ptr.0),
                 reason: "the memory was registered read-only (cudaHostRegisterReadOnly)",
+            })
+        }
+    }
+
+    /// For a CPU write view: refused for memory the program lent by a shared borrow.
+    pub(crate) fn check_cpu_writable(&self, call: &'static str) -> Result<()> {
+        if self.cpu_writable {
+            Ok(())
+        } else {
+            Err(Error::InvalidValue {
+                what: call,
+                value: format!("{:p}", self.host_ptr.0),
+                reason: "the slice was lent shared (HostRegistration::with_read_only): the CPU \
+                         may only read it",
             })
         }
     }
@@ -514,12 +532,13 @@ pub trait HostAccess<T: DeviceRepr>: PageLockedMut<T> + range::HostRange {
     /// The contents for writing, once no queued device work uses them. Blocks until then.
     ///
     /// # Errors
-    /// As [`as_slice`](Self::as_slice); [`Error::InvalidValue`] for a read-only registration.
+    /// As [`as_slice`](Self::as_slice); [`Error::InvalidValue`] for a registration made by
+    /// [`HostRegistration::with_read_only`] (of a shared slice).
     fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
         let (alloc, offset, len) = self.host_range();
         record(
             host_side(alloc)
-                .check_writable("HostAccess::as_mut_slice")
+                .check_cpu_writable("HostAccess::as_mut_slice")
                 // SAFETY: every implementor (sealed) is borrowed exclusively here and owns, or
                 // exclusively borrows, exactly these elements.
                 .and_then(|()| unsafe { slice_mut(alloc, offset, len) }),
@@ -1134,7 +1153,10 @@ pub struct HostRegistration<'s, T: DeviceRepr> {
 
 impl<T: DeviceRepr> HostRegistration<'_, T> {
     /// Registers `data` with `flags` on the current device, runs `f`, then waits for the work
-    /// queued on the registration and unregisters it (`cudaHostRegister`).
+    /// queued on the registration and unregisters it (`cudaHostRegister`). With
+    /// [`HostRegisterFlags::READ_ONLY`] among `flags` the device may not write it (copies into
+    /// it and kernels writing it are refused, as for [`with_read_only`](Self::with_read_only));
+    /// the CPU may, through [`as_mut_slice`](Self::as_mut_slice).
     ///
     /// The closure gets a registration whose lifetime is its own, so registrations of two
     /// scopes cannot be swapped.
@@ -1171,12 +1193,13 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     }
 }
 
-/// The body of [`HostRegistration::with`]: `ptr..ptr+len` is lent by the caller for the call.
+/// The body of [`HostRegistration::with`]: `ptr..ptr+len` is lent by the caller for the call,
+/// exclusively when `cpu_writable`.
 fn scope<T: DeviceRepr, R>(
     ptr: *mut T,
     len: usize,
     flags: HostRegisterFlags,
-    writable: bool,
+    cpu_writable: bool,
     f: impl for<'s> FnOnce(&'s mut HostRegistration<'s, T>) -> R,
 ) -> Result<R> {
     check_flags(
@@ -1205,13 +1228,12 @@ fn scope<T: DeviceRepr, R>(
         )?;
         HostKind::Borrowed
     };
-    let mut alloc = Alloc::host(
-        host as u64,
-        bytes,
-        device,
-        generation,
-        HostSide::new(kind, host, false, false, writable),
-    );
+    // The driver's read-only registration is read-only for the device whichever call asked
+    // for it (review rev-f15: `with` given READ_ONLY let copies and kernels write it).
+    let device_writable = !flags.contains(HostRegisterFlags::READ_ONLY);
+    let mut side = HostSide::new(kind, host, false, false, device_writable);
+    side.cpu_writable = cpu_writable;
+    let mut alloc = Alloc::host(host as u64, bytes, device, generation, side);
     if flags.contains(HostRegisterFlags::MAPPED) && bytes > 0 {
         let mut dptr = 0u64;
         // SAFETY: mapped registered memory of this context.
@@ -1278,11 +1300,12 @@ impl<T: DeviceRepr> HostRegistration<'_, T> {
     /// The contents for writing, once no queued device work uses them.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] for a read-only registration.
+    /// [`Error::InvalidValue`] for a registration made by [`with_read_only`](Self::with_read_only)
+    /// (of a shared slice).
     pub fn as_mut_slice(&mut self) -> Result<HostSliceMut<'_, T>> {
         record(
             host_side(self.alloc)
-                .check_writable("HostRegistration::as_mut_slice")
+                .check_cpu_writable("HostRegistration::as_mut_slice")
                 // SAFETY: `self` is borrowed exclusively for the view.
                 .and_then(|()| unsafe { slice_mut(self.alloc, 0, self.len) }),
         )

@@ -31,6 +31,7 @@ crate::tests![
     child_graph_copy_and_executable_child_update,
     symbol_copy_nodes_round_trip_through_constant_memory,
     user_objects_live_until_graphs_executables_and_handles_are_gone,
+    a_long_line_of_clones_drops_and_runs,
     ;
     exclusive:
     capture_dependencies_added_and_replaced,
@@ -620,4 +621,36 @@ fn capture_dependencies_added_and_replaced() {
     assert_same("c", &c.to_vec().unwrap(), &sum);
     assert_same("d", &d.to_vec().unwrap(), &sum);
     assert_same("e", &e.to_vec().unwrap(), &double);
+}
+
+/// Review rev-e15: each clone keeps its source's references as a nested chain, so a program
+/// that clones its latest graph and drops the older one nests them as deep as the number of
+/// clones; dropping the last recursed once per level and overflowed the stack (shown on the
+/// null driver's unit test `deeply_nested_chains_drop_without_recursion`). NOT yet run on a
+/// GPU.
+fn a_long_line_of_clones_drops_and_runs() {
+    let mut r = rng();
+    let n = 4096;
+    let pattern = r.u32(..);
+    let mut out = DeviceBuffer::from_slice(&random_u32(&mut r, n)).unwrap();
+    let mut g = Graph::new().unwrap();
+    g.add_memset_node(&[], &mut out, MemsetValue::U32(pattern))
+        .unwrap();
+    for _ in 0..100_000 {
+        let next = g.try_clone().unwrap();
+        g = next;
+    }
+    let exec = g.instantiate().unwrap();
+    // The test thread's stack (2 MiB) held a recursion per clone before the fix.
+    drop(g);
+    let s = Stream::new().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    drop(exec);
+    Device::current().unwrap().synchronize().unwrap();
+    assert_same(
+        "the last clone's memset",
+        &out.to_vec().unwrap(),
+        &vec![pattern; n],
+    );
 }

@@ -16,6 +16,7 @@ crate::tests![
     registration_inside_a_host_function_is_refused,
     zero_copy_kernel_on_mapped_memory,
     registration_round_trip_and_read_only_rules,
+    read_only_flag_through_with_is_read_only_for_the_device,
     staged_pageable_copies_match_for_any_length_and_alignment,
     staged_async_copies_on_streams,
     managed_memory_kernels_prefetch_advice,
@@ -303,6 +304,53 @@ fn registration_round_trip_and_read_only_rules() {
     )
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
+}
+
+/// Review rev-f15: `HostRegistration::with` given `HostRegisterFlags::READ_ONLY` registers the
+/// slice read-only with the driver; copies into it and kernels writing it were accepted by the
+/// crate (only `with_read_only` marked the registration read-only) and reached the device. Now
+/// they are refused, and the CPU may still write it (its slice is borrowed exclusively). NOT
+/// yet run on a GPU.
+fn read_only_flag_through_with_is_read_only_for_the_device() {
+    let s = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let supported = Device::current()
+        .unwrap()
+        .attribute(cuda_runtime::DeviceAttribute::HostRegisterReadOnlySupported)
+        .unwrap()
+        != 0;
+    // A whole page of its own (see symbols' read-only test).
+    let mut backing = vec![3u32; 3 * 1024];
+    let skip = backing.as_ptr().align_offset(4096);
+    let host = &mut backing[skip..skip + 1024];
+    let d = DeviceBuffer::<u32>::zeroed(1024).unwrap();
+    let flags = HostRegisterFlags::READ_ONLY | HostRegisterFlags::MAPPED;
+    let r = HostRegistration::with(host, flags, |reg| {
+        let e = d.copy_to_pinned_async(reg, &s).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        let cfg = LaunchConfig::for_elements(1024, 128).unwrap();
+        let e = kernels::spin::write_index(&s, &cfg, reg).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        reg.as_mut_slice().unwrap()[0] = 9;
+        let mut back = DeviceBuffer::<u32>::zeroed(1024).unwrap();
+        back.copy_from_pinned_async(reg, &s).unwrap();
+        s.synchronize().unwrap();
+        back.to_vec().unwrap()
+    });
+    match r {
+        Ok(back) => {
+            assert!(supported);
+            assert_eq!(back[0], 9);
+            assert!(back[1..].iter().all(|&x| x == 3));
+        }
+        Err(e) => {
+            assert!(!supported, "{e}");
+            assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        }
+    }
+    assert!(
+        host[1..].iter().all(|&x| x == 3),
+        "the device wrote the read-only slice"
+    );
 }
 
 fn staged_pageable_copies_match_for_any_length_and_alignment() {

@@ -49,6 +49,7 @@ crate::tests![
     external_event_records_order_streams,
     sync_memops_flag_reaches_the_context,
     driver_log_reports_a_failed_call,
+    crate_calls_inside_a_log_callback_are_refused,
     current_pool_is_the_pool_that_was_set,
     ;
     two_gpus:
@@ -345,6 +346,35 @@ fn driver_entry_point_is_callable() {
     )
     .unwrap();
     assert_ne!(legacy.as_ptr(), ptsz.as_ptr());
+}
+
+/// Review rev-g15: the driver calls a log callback inside the call that failed, so inside the
+/// crate's call; a crate call made from the callback (an allocation failing again, logging
+/// again) recursed until the stack overflowed against the null driver. Such calls are refused
+/// with `InHostFunction`. NOT yet run on a GPU.
+fn crate_calls_inside_a_log_callback_are_refused() {
+    let inner = Arc::new(Mutex::new(Vec::<String>::new()));
+    let i2 = inner.clone();
+    let cb = logs::register_callback(move |_, msg| {
+        let r = DeviceBuffer::<u8>::zeroed(16).map(drop);
+        i2.lock().unwrap().push(format!("{msg}: {r:?}"));
+    })
+    .unwrap();
+    let dev = Device::current().unwrap();
+    // Calls the driver refuses (which of them it logs is the driver's choice).
+    let refused = [
+        dev.set_limit(cuda_runtime::Limit::StackSize, usize::MAX / 2)
+            .is_err(),
+        DeviceBuffer::<u8>::zeroed(usize::MAX / 4).is_err(),
+    ];
+    drop(cb);
+    let inner = inner.lock().unwrap().clone();
+    eprintln!("refused by the driver: {refused:?}; inside the callback: {inner:?}");
+    for m in &inner {
+        assert!(m.contains("InHostFunction"), "{m}");
+    }
+    // The crate works as before afterwards.
+    DeviceBuffer::<u8>::zeroed(16).unwrap();
 }
 
 fn driver_log_reports_a_failed_call() {

@@ -93,3 +93,18 @@ LD_LIBRARY_PATH="$out" "$out/target/release/pool_import_free" < /dev/null
 # reset).
 echo "== occupancy_reset"
 LD_LIBRARY_PATH="$out" "$out/target/release/occupancy_reset"
+# Review rev-e15: a root embedded as a child in its own conditional body took its lock twice,
+# and two threads embedding each other's root in a body of their own took two locks in opposite
+# orders: both hung (now refused: no graph with conditional nodes is embedded).
+echo "== child_lock_order"
+LD_LIBRARY_PATH="$out" "$out/target/release/child_lock_order"
+# Review rev-g15: a driver log callback runs inside the failing driver call, so inside a crate
+# call; an allocation made from the callback of a failed allocation recursed until the stack
+# overflowed (now refused, as in host functions), and a panic payload whose drop panics must not
+# unwind into the driver. The null driver logs allocations refused for NULLDRV_MAX_ALLOCS.
+echo "== log_reentry"
+NULLDRV_MAX_ALLOCS=1 LD_LIBRARY_PATH="$out" "$out/target/release/log_reentry" 2>/dev/null
+# Review rev-f15 (host and managed memory): a READ_ONLY registration made through
+# HostRegistration::with is read-only for the crate too.
+echo "== ro_flag"
+LD_LIBRARY_PATH="$out" "$out/target/release/ro_flag"
