@@ -48,7 +48,7 @@ impl IpcMemHandle {
     /// # Errors
     /// [`Error::InvalidValue`] for anything but 128 hexadecimal digits.
     pub fn from_hex(s: &str) -> Result<IpcMemHandle> {
-        parse_hex(s).map(IpcMemHandle)
+        parse_hex(s, "IPC handle text").map(IpcMemHandle)
     }
 }
 
@@ -60,22 +60,30 @@ impl IpcEventHandle {
 
     /// Parses [`to_hex`](Self::to_hex)'s output.
     pub fn from_hex(s: &str) -> Result<IpcEventHandle> {
-        parse_hex(s).map(IpcEventHandle)
+        parse_hex(s, "IPC handle text").map(IpcEventHandle)
     }
 }
 
-fn parse_hex(s: &str) -> Result<[u8; 64]> {
+/// Parses 128 hexadecimal digits into 64 bytes (`what` names the text in the error). Digit by
+/// digit: `u8::from_str_radix` also takes a leading `+`, so text that is not a handle's
+/// (`"+f+f..."`) was accepted as one (review rev-h15).
+pub(crate) fn parse_hex(s: &str, what: &'static str) -> Result<[u8; 64]> {
     let bad = || Error::InvalidValue {
-        what: "IPC handle text",
+        what,
         value: format!("{s:?}"),
         reason: "expected 128 hexadecimal digits",
     };
-    if s.len() != 128 || !s.is_ascii() {
+    let b = s.as_bytes();
+    if b.len() != 128 {
         return Err(bad());
     }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut out = [0u8; 64];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+        match (digit(pair[0]), digit(pair[1])) {
+            (Some(h), Some(l)) => *o = h << 4 | l,
+            _ => return Err(bad()),
+        }
     }
     Ok(out)
 }
@@ -300,5 +308,14 @@ mod tests {
         assert!(IpcMemHandle::from_hex("zz").is_err());
         assert!(IpcMemHandle::from_hex(&"g".repeat(128)).is_err());
         assert!(IpcMemHandle::from_hex(&"é".repeat(64)).is_err());
+        // A leading `+` in a pair is no hexadecimal digit (`u8::from_str_radix` took it).
+        for t in ["+f".repeat(64), format!("+0{}", "0".repeat(126))] {
+            let e = IpcMemHandle::from_hex(&t).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
+            assert!(IpcEventHandle::from_hex(&t).is_err());
+            assert!(crate::memory::PoolPtrExport::from_hex(&t).is_err());
+        }
+        let upper = "AB".repeat(64);
+        assert_eq!(IpcMemHandle::from_hex(&upper).unwrap().0, [0xab; 64]);
     }
 }

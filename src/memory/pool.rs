@@ -462,19 +462,7 @@ impl PoolPtrExport {
     /// # Errors
     /// [`Error::InvalidValue`] for anything but 128 hexadecimal digits.
     pub fn from_hex(s: &str) -> Result<PoolPtrExport> {
-        let bad = || Error::InvalidValue {
-            what: "pool pointer export data",
-            value: format!("{s:?}"),
-            reason: "expected 128 hexadecimal digits",
-        };
-        if s.len() != 128 || !s.is_ascii() {
-            return Err(bad());
-        }
-        let mut out = [0u8; 64];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(PoolPtrExport(out))
+        super::ipc::parse_hex(s, "pool pointer export data").map(PoolPtrExport)
     }
 }
 
