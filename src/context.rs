@@ -63,6 +63,9 @@ pub(crate) struct DeviceState {
     /// Devices (bit per ordinal, bit 63 for 63 and above) whose streams were given peer copies
     /// reading this device's memory: a reset waits for them first.
     peer_readers: AtomicU64,
+    /// Peer copies reading this device's memory queued so far (counted under [`PEER_GATE`]):
+    /// a revocation of a peer path to this device sees whether one was queued while it waited.
+    peer_copies: AtomicU64,
     /// The legacy default stream's queue of the live context activation.
     legacy: Mutex<Option<Arc<Queue>>>,
     /// The crate's own non-blocking stream for frees (with its context generation): device
@@ -125,6 +128,7 @@ fn runtime_slow() -> Result<&'static Runtime> {
                     priority_range: OnceLock::new(),
                     host_borrows: AtomicUsize::new(0),
                     peer_readers: AtomicU64::new(0),
+                    peer_copies: AtomicU64::new(0),
                     legacy: Mutex::new(None),
                     free_stream: Mutex::new((0, Raw::null())),
                 });
@@ -603,6 +607,64 @@ pub(crate) fn note_peer_reader(source: i32, reader: i32) {
         let bit = 1u64 << reader.clamp(0, 63);
         if dev.peer_readers.load(Ordering::Relaxed) & bit == 0 {
             dev.peer_readers.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Held shared while a peer copy is being queued ([`note_peer_copy`]), exclusively by a
+/// revocation of a peer path ([`revoke_peer_path`]), so that none is queued between the
+/// revocation's wait for the copies and the driver call that revokes.
+static PEER_GATE: parking_lot::RwLock<()> = parking_lot::const_rwlock(());
+
+/// A peer copy being queued: keeps revocations of peer paths out until the copy is queued.
+pub(crate) struct PeerCopy {
+    _gate: parking_lot::RwLockReadGuard<'static, ()>,
+}
+
+/// Notes that a stream of device `reader` is being given a peer copy reading memory of device
+/// `source` (see [`note_peer_reader`]); the result is held until the copy is queued.
+pub(crate) fn note_peer_copy(source: i32, reader: i32) -> PeerCopy {
+    // Recursive: a copy may note two sources, and a revocation waiting for the gate must not
+    // stop the second note of a thread that holds the first.
+    let gate = PEER_GATE.read_recursive();
+    note_peer_reader(source, reader);
+    if let Ok(dev) = device_state(source) {
+        dev.peer_copies.fetch_add(1, Ordering::AcqRel);
+    }
+    PeerCopy { _gate: gate }
+}
+
+/// Runs `revoke` (which takes away device `accessor`'s direct path to device `owner`'s memory:
+/// `cuCtxDisablePeerAccess`, a lowering `cuMemPoolSetAccess`) once no peer copy queued on
+/// `accessor` reading `owner`'s memory can still be running, and with none being queued.
+///
+/// The driver neither waits for such a copy nor keeps the mapping for it: revoking under a
+/// queued copy made the copy fail with `CUDA_ERROR_LAUNCH_FAILED`, sticky for both devices
+/// (`probes/peer_revoke_queued.cu`, driver 580). So when `accessor` was ever given such a copy,
+/// its work is waited for first (`cuCtxSynchronize`, as a reset of `owner` does), then the
+/// revocation runs under the gate unless a copy was queued meanwhile (then it waits again).
+/// `revoke` must not enter a device it does not hold already: an entry under the gate could
+/// wait for a reset that waits for a thread stopped at the gate (the wait enters `accessor`
+/// itself, outside the gate).
+pub(crate) fn revoke_peer_path<R>(
+    accessor: i32,
+    owner: i32,
+    revoke: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let dev = device_state(owner)?;
+    let bit = 1u64 << accessor.clamp(0, 63);
+    loop {
+        // Taken once exclusively: every copy noted so far is queued.
+        let seen = {
+            let _w = PEER_GATE.write();
+            dev.peer_copies.load(Ordering::Acquire)
+        };
+        if dev.peer_readers.load(Ordering::Acquire) & bit != 0 {
+            wait_devices(bit, -1)?;
+        }
+        let _w = PEER_GATE.write();
+        if dev.peer_copies.load(Ordering::Acquire) == seen {
+            return revoke();
         }
     }
 }

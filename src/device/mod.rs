@@ -541,6 +541,10 @@ impl Device {
 
     /// Stops this device's access to `peer`'s memory (`cudaDeviceDisablePeerAccess`).
     ///
+    /// Unlike libcudart, first waits for this device's work when a peer copy reading `peer`'s
+    /// memory was queued on it: the driver revokes the mapping under such a copy, which then
+    /// fails and takes both devices' contexts with it.
+    ///
     /// # Errors
     /// `cudaErrorPeerAccessNotEnabled` when access was not enabled.
     #[doc(alias = "cudaDeviceDisablePeerAccess")]
@@ -567,10 +571,15 @@ impl Device {
                 "cuCtxEnablePeerAccess",
             )
         } else {
-            a.check(
-                unsafe { sys::cuCtxDisablePeerAccess(peer_ctx) },
-                "cuCtxDisablePeerAccess",
-            )
+            // Not under a peer copy still queued on this device: the driver would unmap the
+            // peer's memory under it (the copy fails, and both contexts with it).
+            context::revoke_peer_path(self.ordinal, peer.ordinal, || {
+                a.check(
+                    // SAFETY: as above.
+                    unsafe { sys::cuCtxDisablePeerAccess(peer_ctx) },
+                    "cuCtxDisablePeerAccess",
+                )
+            })
         }
     }
 

@@ -41,15 +41,23 @@ impl std::fmt::Debug for Order {
 #[must_use = "the owner's context must stay pinned until the work is queued"]
 pub struct Keep {
     _pin: Option<context::Pinned>,
+    /// For a peer copy: keeps revocations of peer access out until it is queued.
+    _peer: Option<context::PeerCopy>,
 }
 
 impl Keep {
     /// Nothing to keep.
-    pub(crate) const NONE: Keep = Keep { _pin: None };
+    pub(crate) const NONE: Keep = Keep {
+        _pin: None,
+        _peer: None,
+    };
 
     /// Keeps `pin` until the work is queued.
     pub(crate) fn pinned(pin: context::Pinned) -> Keep {
-        Keep { _pin: Some(pin) }
+        Keep {
+            _pin: Some(pin),
+            _peer: None,
+        }
     }
 
     fn into_option(self) -> Option<Keep> {
@@ -256,8 +264,10 @@ impl Alloc {
             // Another device's memory read by a peer copy: its context stays pinned until the
             // copy is queued, and a reset of it waits for this device from now on.
             let pin = context::pin(self.device, self.generation, "the copy's source")?;
-            context::note_peer_reader(self.device, dev);
-            keep = Some(Keep::pinned(pin));
+            keep = Some(Keep {
+                _pin: Some(pin),
+                _peer: Some(context::note_peer_copy(self.device, dev)),
+            });
         } else if self.generation != generation {
             return Err(Error::ContextDestroyed {
                 what: "buffer or stream",

@@ -225,10 +225,11 @@ impl MemPool {
     /// descriptor). The pool's own device always has read-write access, which cannot be
     /// lowered.
     ///
-    /// Revoking access while `device`'s queued work still uses the pool's memory makes that
-    /// work fault on the GPU (an error the stream reports, sticky for the device), as in
-    /// libcudart; the crate refuses kernels and copies of one device on another device's
-    /// memory anyway, except peer copies, which need no pool access.
+    /// The crate refuses kernels and copies of one device on another device's memory, except
+    /// peer copies, which need no pool access. Unlike libcudart, lowering `device`'s access
+    /// first waits for `device`'s work when a peer copy reading this pool's device's memory
+    /// was queued on it: the driver may take the mapping away under such a copy, as it does for
+    /// [`Device::disable_peer_access`](crate::Device::disable_peer_access).
     ///
     /// # Errors
     /// [`Error::InvalidValue`] for lowering the owner's access; the driver's errors for a
@@ -252,11 +253,19 @@ impl MemPool {
                 },
                 flags: access.to_raw(),
             };
-            // SAFETY: live pool; one valid descriptor.
-            a.check(
-                unsafe { sys::cuMemPoolSetAccess(self.as_raw(), &desc, 1) },
-                "cuMemPoolSetAccess",
-            )
+            let set = || {
+                // SAFETY: live pool; one valid descriptor.
+                a.check(
+                    unsafe { sys::cuMemPoolSetAccess(self.as_raw(), &desc, 1) },
+                    "cuMemPoolSetAccess",
+                )
+            };
+            if access == PoolAccess::ReadWrite || device.ordinal() == self.inner.device {
+                set()
+            } else {
+                // The accessor is entered by the wait itself, before the gate is taken.
+                crate::context::revoke_peer_path(device.ordinal(), self.inner.device, set)
+            }
         })())
     }
 

@@ -276,8 +276,12 @@ fn registration_round_trip_and_read_only_rules() {
     let want: Vec<u32> = (0..5000u32).map(|i| i.wrapping_mul(2654435761)).collect();
     assert_same("kernel into registered memory", &out, &want);
     // Read-only: no kernel writes, no copies into it.
-    let ro = random_u32(&mut r, 64);
-    HostRegistration::with_read_only(&ro, HostRegisterFlags::MAPPED, |reg| {
+    // On a page of its own (see host_chunks' bad_chunks test).
+    let mut backing = vec![0u32; 3 * 1024];
+    let skip = backing.as_ptr().align_offset(4096);
+    backing[skip..skip + 64].copy_from_slice(&random_u32(&mut r, 64));
+    let ro = &backing[skip..skip + 64];
+    HostRegistration::with_read_only(ro, HostRegisterFlags::MAPPED, |reg| {
         let e = kernels::spin::write_index(&s, &LaunchConfig::for_elements(64, 64).unwrap(), reg)
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
@@ -287,7 +291,7 @@ fn registration_round_trip_and_read_only_rules() {
         d2.copy_from_pinned_async(reg, &s).unwrap();
         // `s` is non-blocking: the legacy-stream read below does not wait for it by itself.
         s.synchronize().unwrap();
-        assert_same("from read-only registration", &d2.to_vec().unwrap(), &ro);
+        assert_same("from read-only registration", &d2.to_vec().unwrap(), ro);
     })
     .unwrap();
     // Registering memory twice is the runtime's error.

@@ -14,6 +14,7 @@ crate::tests![; two_gpus:
     host_memory_of_one_device_used_by_the_other,
     reset_of_the_source_waits_for_peer_copies,
     graph_nodes_refuse_another_devices_memory,
+    revoking_peer_access_waits_for_queued_peer_copies,
 ];
 
 /// A graph of device 0 refuses nodes over device 1's memory (a memset, a kernel argument), with
@@ -383,4 +384,66 @@ fn cross_device_event_wait() {
     d0.set_current().unwrap();
     let st = stamps.to_vec().unwrap();
     assert!(st[1] > st[0] && st[1] - st[0] >= 50_000_000, "{st:?}");
+}
+
+/// A peer copy out of device 1's memory held on device 0 behind a 300 ms spin, then device 0's
+/// peer access to device 1 disabled at once; then the same with memory of a pool of device 1
+/// and device 0's access to the pool taken away. Each revocation waits for the queued copy,
+/// which completes with the right bytes and no error (the driver alone revokes under it: the
+/// copy fails with `cudaErrorLaunchFailure`, sticky for both devices; probe
+/// `peer_revoke_queued.cu`).
+fn revoking_peer_access_waits_for_queued_peer_copies() {
+    use crate::host_chunks::stall;
+    use cuda_runtime::{MemPool, MemPoolProps, PoolAccess};
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    if !d0.can_access_peer(d1).unwrap() {
+        eprintln!("device 0 cannot access device 1: nothing to revoke");
+        return;
+    }
+    let mut r = rng();
+    let n = 16 << 20;
+    let (plain, pooled) = (random_u32(&mut r, n), random_u32(&mut r, n));
+    d1.set_current().unwrap();
+    let src = DeviceBuffer::from_slice(&plain).unwrap();
+    let pool = MemPool::new(d1, MemPoolProps::default()).unwrap();
+    let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut psrc = DeviceBuffer::<u32>::new_from_pool_async(n, &pool, &s1).unwrap();
+    psrc.copy_from_host_async(&pooled, &s1).unwrap();
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+    let was_enabled = match d0.enable_peer_access(d1) {
+        Ok(()) => false,
+        Err(e) if e.code() == ErrorCode::PeerAccessAlreadyEnabled => true,
+        Err(e) => panic!("{e}"),
+    };
+    pool.set_access(d0, PoolAccess::ReadWrite).unwrap();
+    let s0 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
+    for round in 0..2 {
+        dst.memset_u32_async(0xFFFF_FFFF, &s0).unwrap();
+        stall(&s0, 300);
+        let want = if round == 0 {
+            dst.copy_from_device_async(&src, &s0).unwrap();
+            d0.disable_peer_access(d1).unwrap();
+            &plain
+        } else {
+            dst.copy_from_device_async(&psrc, &s0).unwrap();
+            pool.set_access(d0, PoolAccess::None).unwrap();
+            assert_eq!(pool.access(d0).unwrap(), PoolAccess::None);
+            &pooled
+        };
+        s0.synchronize().unwrap();
+        assert_same(
+            &format!("peer copy under a revocation, round {round}"),
+            &dst.to_vec().unwrap(),
+            want,
+        );
+    }
+    // Both devices still work.
+    d1.set_current().unwrap();
+    assert_same("device 1 after", &src.to_vec().unwrap(), &plain);
+    d0.set_current().unwrap();
+    if was_enabled {
+        d0.enable_peer_access(d1).unwrap();
+    }
 }
