@@ -1495,9 +1495,11 @@ fn safety_stress_threads() {
 
 const STRESS_THREADS: usize = 8;
 
-/// Whether `CUDA_RUNTIME_STRESS_WITHOUT` (words between commas: `managed`, `per-thread`) leaves
-/// a kind out of the stress test's rounds: for finding what holds memory missing after it
-/// (ninth session: managed memory, see `stress_child`).
+/// Whether `CUDA_RUNTIME_STRESS_WITHOUT` (words between commas: `managed`, `per-thread`,
+/// `pinned` (page-locked and mapped buffers: pageable and managed memory instead),
+/// `async-alloc` (`cudaMalloc` only), `replace` (no stream replaced)) leaves a kind out of the
+/// stress test's rounds: for finding what holds memory missing after it (ninth session:
+/// managed memory, see `stress_child`), or what stalls it under compute-sanitizer.
 fn stress_without(kind: &str) -> bool {
     std::env::var("CUDA_RUNTIME_STRESS_WITHOUT").is_ok_and(|v| v.split(',').any(|k| k == kind))
 }
@@ -1556,6 +1558,9 @@ impl Worker {
 
     /// Replaces an owned stream now and then, while work may be queued on it.
     fn maybe_replace_streams(&mut self) {
+        if stress_without("replace") {
+            return;
+        }
         if self.r.u8(..) < 20 {
             self.blocking = Stream::new().unwrap();
         }
@@ -1566,7 +1571,7 @@ impl Worker {
 
     /// A device buffer: `cudaMalloc`, or `cudaMallocAsync` on a random stream.
     fn alloc<T: cuda_runtime::DeviceRepr>(&mut self, len: usize) -> DeviceBuffer<T> {
-        if self.r.bool() {
+        if self.r.bool() || stress_without("async-alloc") {
             return DeviceBuffer::new(len).unwrap();
         }
         let (s, kind) = self.stream();
@@ -1626,6 +1631,7 @@ impl Worker {
             match self.r.u8(0..3) {
                 0 => d.copy_from_host(h).unwrap(),
                 1 => d.copy_from_host_async(h, &s).unwrap(),
+                _ if stress_without("pinned") => d.copy_from_host_async(h, &s).unwrap(),
                 _ => {
                     let p = PinnedBuffer::from_slice(h).unwrap();
                     d.copy_from_pinned_async(&p, &s).unwrap();
@@ -1648,7 +1654,12 @@ impl Worker {
         if self.r.bool() {
             db = None;
         }
-        match self.r.u8(0..4) {
+        let ways = if stress_without("pinned") && !self.managed {
+            2
+        } else {
+            4
+        };
+        match self.r.u8(0..ways) {
             0 => {
                 let mut back = vec![f32::NAN; n];
                 dc.as_ref()
@@ -1670,7 +1681,7 @@ impl Worker {
                 self.checks += 1;
             }
             way => {
-                let mut mem = if way == 2 || !self.managed {
+                let mut mem = if (way == 2 || !self.managed) && !stress_without("pinned") {
                     what += " into page-locked memory";
                     HostMem::Pinned(PinnedBuffer::new(n).unwrap())
                 } else {
@@ -1703,7 +1714,7 @@ impl Worker {
         let (s, kind) = self.stream();
         let ma = ManagedBuffer::from_slice(&a).unwrap();
         let mb = ManagedBuffer::from_slice(&b).unwrap();
-        let mapped = self.r.bool();
+        let mapped = self.r.bool() && !stress_without("pinned");
         let mut out = if mapped {
             HostMem::Pinned(PinnedBuffer::with_flags(n, HostAllocFlags::MAPPED).unwrap())
         } else {
