@@ -1,4 +1,9 @@
-// Review rev-d15's questions for the driver (NOT yet run on a GPU; driver 580, CUDA 13.0):
+// Review rev-d15's questions for the driver (driver 580, CUDA 13.0).
+// Result (fifteenth session, H200): Q1 cuModuleUnload WAITS for the queued kernel (0.5 s, the
+// spin) and the kernel writes 111: no unloaded code runs; a Module drop waits for its own
+// queued kernels. Q4: the driver sees one parameter for every separator: its `//` comments,
+// like the crate's parser's, end only at \n. Q2/Q3: zero or negative occupancy arguments are
+// CUDA_ERROR_INVALID_VALUE (with huge dynamic shared memory: success).
 // Q1: does cuModuleUnload of a module whose kernel is still queued (behind a 500 ms spin on a
 //     non-blocking stream) wait for it, fail, or unload under it? 64 decoy modules are loaded
 //     after the unload; the queued kernel should write 111. (Function::launch keeps its module

@@ -1,4 +1,7 @@
-// Review rev-e15's question (NOT yet run on a GPU): does a device reset (cuDevicePrimaryCtxReset)
+// Result (fifteenth session, H200, driver 580): a reset runs no destructor (0 0 0); the later
+// cuUserObjectRelease, cuGraphDestroy and cuGraphExecDestroy succeed and run each destructor
+// once: Seg::drop's release after a reset is the objects' only release, as it should be.
+// Review rev-e15's question: does a device reset (cuDevicePrimaryCtxReset)
 // end user objects? The crate's graph keep-alive segments (src/graph/keep.rs, `Seg::drop`)
 // release their user-object references with cuUserObjectRelease without a context and without
 // looking at the context's generation, so a graph or executable dropped after a reset releases

@@ -1500,8 +1500,22 @@ const STRESS_THREADS: usize = 8;
 /// `async-alloc` (`cudaMalloc` only), `replace` (no stream replaced)) leaves a kind out of the
 /// stress test's rounds: for finding what holds memory missing after it (ninth session:
 /// managed memory, see `stress_child`), or what stalls it under compute-sanitizer.
+///
+/// Under compute-sanitizer's memcheck (`CUDA_RUNTIME_TEST_TOOL=memcheck`, set by
+/// `scripts/gpu-verify sanitize-each`) per-thread streams are left out: with them the second
+/// round stalled inside the driver every time (fifteenth session, H200 x2, driver 580.159.04,
+/// compute-sanitizer 13.0: three runs of three ingredient sets, each stopped after 100-250 s,
+/// while the same rounds without per-thread streams finished in 6 s, 0 errors). The stacks: a
+/// worker thread exiting, in the driver's thread-exit destructor (which ends the thread's
+/// per-thread stream), calling through the sanitizer's callback back into the driver and
+/// waiting on a lock of the driver; beside it two threads in `cuStreamDestroy` (streams of
+/// ended workers) and one in `cuMemHostUnregister` (a page-locked buffer's drop), each waiting
+/// on a lock of the driver, and no thread in a lock of the crate. Without the tool the full
+/// stress passes; per-thread streams are covered under memcheck by the `per_thread` tests.
 fn stress_without(kind: &str) -> bool {
     std::env::var("CUDA_RUNTIME_STRESS_WITHOUT").is_ok_and(|v| v.split(',').any(|k| k == kind))
+        || (kind == "per-thread"
+            && std::env::var("CUDA_RUNTIME_TEST_TOOL").is_ok_and(|t| t == "memcheck"))
 }
 const STRESS_TIME: Duration = Duration::from_millis(2500);
 
