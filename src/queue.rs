@@ -1002,7 +1002,13 @@ pub(crate) struct LocalUses {
 impl LocalUses {
     /// The points not known complete (the points stay noted).
     pub(crate) fn points(&self) -> Vec<(Arc<Queue>, u64)> {
-        pending_points(self.list.borrow().clone())
+        // Without copying the list: only the pending points' queues are shared.
+        self.list
+            .borrow()
+            .iter()
+            .filter(|u| u.queue.state.lock().done < u.seq)
+            .map(|u| (u.queue.clone(), u.seq))
+            .collect()
     }
 
     /// Takes the points out, for a deferred release (see [`Uses::take_points`]).

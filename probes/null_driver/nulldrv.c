@@ -847,6 +847,7 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
   OK;
 }
 CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
+CUresult cuGraphExecUpdate_v2(void *e, void *g, void *info) { in_ctx("cuGraphExecUpdate"); if (info) memset(info, 0, 24); OK; }
 CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) {
   in_ctx("cuGraphExecMemsetNodeSetParams");
   uint64_t g = 0;

@@ -129,7 +129,15 @@ impl Graph {
     /// Refuses a graph with a while node whose body cannot end the loop (see
     /// [`ConditionalKind::While`]), at any depth.
     pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
-        let bodies = self.shared.keeper().bodies.lock().clone();
+        let bodies = {
+            let b = self.shared.keeper().bodies.lock();
+            if !b.iter().any(|&(is_while, _, _)| is_while) {
+                // No while node: nothing to check, and no context to enter (an update or an
+                // instantiation of a plain graph pays only this lock).
+                return Ok(());
+            }
+            b.clone()
+        };
         let a = self.enter()?;
         for &(is_while, body, _) in &bodies {
             if !is_while {

@@ -432,11 +432,18 @@ impl GraphExec {
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
             let objects = graph.shared.objects.lock();
-            // A snapshot of the new graph's references and a fresh accumulator.
-            let kept = ExecRefs {
-                refs: objects.clone(),
-                acc: Accumulator::default(),
+            // A snapshot of the new graph's references (an accumulator is added below).
+            let refs = objects.clone();
+            // Decided before the driver's call (whose work leaves little of the crate's data in
+            // the caches), neither can change meanwhile (`&mut self`): whether the per-node
+            // updates' accumulator can be kept (it holds nothing, and nothing else holds it: a
+            // sweep of whole updates then allocates nothing), and the launches still in flight
+            // (a point that completes meanwhile only defers the release of the old references).
+            let reuse = {
+                let acc = self.acc();
+                Arc::strong_count(acc) == 1 && acc.lock().is_empty()
             };
+            let waits = self.launches.points();
             let mut info = UpdateResultInfo {
                 result: 0,
                 error_node: std::ptr::null_mut(),
@@ -455,11 +462,19 @@ impl GraphExec {
             match r {
                 0 => {
                     // What the old nodes referred to goes once the launches so far are done.
-                    let old = self.kept.replace(kept);
-                    let waits = self.launches.points();
+                    let ExecRefs {
+                        refs: old_refs,
+                        acc: old_acc,
+                    } = self.kept.take().expect("taken only by drop");
+                    let (acc, old_acc) = if reuse {
+                        (old_acc, None)
+                    } else {
+                        (Accumulator::default(), Some(old_acc))
+                    };
+                    self.kept = Some(ExecRefs { refs, acc });
                     if waits.is_empty() {
                         // No launch in flight: released here.
-                        drop(old);
+                        drop((old_refs, old_acc));
                         return Ok(());
                     }
                     crate::queue::defer_free(
@@ -468,7 +483,7 @@ impl GraphExec {
                         waits,
                         "releasing what an updated executable graph referred to",
                         move |_| {
-                            release_on_a_user_thread(old);
+                            context::defer_release(move || drop((old_refs, old_acc)));
                             Ok(())
                         },
                     );

@@ -95,6 +95,11 @@ impl std::hash::Hasher for AddrHasher {
 }
 
 impl Kept {
+    /// Whether nothing is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tokens.is_empty() && self.keys.is_empty()
+    }
+
     /// Keeps `bundle`'s tokens, dropping those whose key is kept already (the kept one holds
     /// the same object).
     pub(crate) fn keep(&mut self, bundle: KeyedBundle) {

@@ -141,6 +141,51 @@ fn main() {
             ))
         });
     }
+    if which.is_empty() || which == "update" {
+        // Whole-graph updates alternating between two graphs of 100 kernel nodes in a chain
+        // (the bench's shape), against the raw call on the same executable and graphs.
+        let module = Module::from_ptx(kernels::params::PTX).unwrap();
+        let f = module.function("four_args").unwrap();
+        let cfg = LaunchConfig::new(1u32, 1u32);
+        let graphs: Vec<Graph> = (0..2i64)
+            .map(|turn| {
+                let mut g = Graph::new().unwrap();
+                let mut prev = Vec::new();
+                for i in 0..100i64 {
+                    // SAFETY: the null driver runs no kernel.
+                    let n = unsafe {
+                        g.add_kernel_node(
+                            &prev,
+                            &f,
+                            &cfg,
+                            &kernel_args![&mut out, 1usize, i + turn, 2.0f64, 3.0f64],
+                        )
+                    }
+                    .unwrap();
+                    prev = vec![n];
+                }
+                g
+            })
+            .collect();
+        let mut e = graphs[0].instantiate().unwrap();
+        let mut turn = 0;
+        t("crate whole-graph update", n / 10, || {
+            turn ^= 1;
+            e.update(&graphs[turn]).unwrap();
+        });
+        let exec = e.as_raw();
+        let raws = [graphs[0].as_raw(), graphs[1].as_raw()];
+        t("raw whole-graph update", n / 10, || {
+            turn ^= 1;
+            let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+            // SAFETY: live executable and graphs of the same shape (null driver).
+            let r = unsafe { sys::cuGraphExecUpdate_v2(exec, raws[turn], &mut info) };
+            assert_eq!(r as u32, 0);
+        });
+        if which == "update" {
+            return;
+        }
+    }
     if which.is_empty() || which == "node" || which == "rawnode" || which == "glaunch" {
         let module = Module::from_ptx(kernels::params::PTX).unwrap();
         let f = module.function("four_args").unwrap();
