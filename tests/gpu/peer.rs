@@ -15,6 +15,7 @@ crate::tests![; two_gpus:
     reset_of_the_source_waits_for_peer_copies,
     graph_nodes_refuse_another_devices_memory,
     revoking_peer_access_waits_for_queued_peer_copies,
+    peer_access_toggled_while_another_thread_copies,
 ];
 
 /// A graph of device 0 refuses nodes over device 1's memory (a memset, a kernel argument), with
@@ -445,5 +446,83 @@ fn revoking_peer_access_waits_for_queued_peer_copies() {
     d0.set_current().unwrap();
     if was_enabled {
         d0.enable_peer_access(d1).unwrap();
+    }
+}
+
+/// One thread copies out of device 1's memory (plain and pool) into device 0's, 40 times, each
+/// checked against the CPU; another thread meanwhile turns device 0's peer access to device 1
+/// and its access to the pool on and off as fast as it can. Every copy is right, no call fails
+/// but with the runtime's already-enabled / not-enabled errors, and nothing hangs: the
+/// revocations wait for the copies in flight, and none slips in between.
+fn peer_access_toggled_while_another_thread_copies() {
+    use cuda_runtime::{MemPool, MemPoolProps, PoolAccess};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    if !d0.can_access_peer(d1).unwrap() {
+        eprintln!("device 0 cannot access device 1: nothing to toggle");
+        return;
+    }
+    let mut r = rng();
+    let n = 1 << 20;
+    let (plain, pooled) = (random_u32(&mut r, n), random_u32(&mut r, n));
+    d1.set_current().unwrap();
+    let src = DeviceBuffer::from_slice(&plain).unwrap();
+    let pool = MemPool::new(d1, MemPoolProps::default()).unwrap();
+    let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+    let mut psrc = DeviceBuffer::<u32>::new_from_pool_async(n, &pool, &s1).unwrap();
+    psrc.copy_from_host_async(&pooled, &s1).unwrap();
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+    let was_enabled = match d0.enable_peer_access(d1) {
+        Ok(()) => false,
+        Err(e) if e.code() == ErrorCode::PeerAccessAlreadyEnabled => true,
+        Err(e) => panic!("{e}"),
+    };
+    let done = AtomicBool::new(false);
+    let toggles = std::thread::scope(|sc| {
+        let toggler = sc.spawn(|| {
+            d0.set_current().unwrap();
+            let mut k = 0u32;
+            while !done.load(Ordering::Acquire) {
+                match d0.disable_peer_access(d1) {
+                    Ok(()) => {}
+                    Err(e) => assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}"),
+                }
+                pool.set_access(d0, PoolAccess::None).unwrap();
+                match d0.enable_peer_access(d1) {
+                    Ok(()) => {}
+                    Err(e) => assert_eq!(e.code(), ErrorCode::PeerAccessAlreadyEnabled, "{e}"),
+                }
+                pool.set_access(d0, PoolAccess::ReadWrite).unwrap();
+                k += 1;
+            }
+            k
+        });
+        let s0 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
+        let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
+        for i in 0..40 {
+            dst.memset_u32_async(0xFFFF_FFFF, &s0).unwrap();
+            let want = if i % 2 == 0 {
+                dst.copy_from_device_async(&src, &s0).unwrap();
+                &plain
+            } else {
+                dst.copy_from_device_async(&psrc, &s0).unwrap();
+                &pooled
+            };
+            s0.synchronize().unwrap();
+            assert_same(&format!("copy {i}"), &dst.to_vec().unwrap(), want);
+        }
+        done.store(true, Ordering::Release);
+        toggler.join().unwrap()
+    });
+    eprintln!("{toggles} rounds of revocations beside 40 checked copies");
+    // Both devices still work.
+    d1.set_current().unwrap();
+    assert_same("device 1 after", &src.to_vec().unwrap(), &plain);
+    d0.set_current().unwrap();
+    // The toggler ended with access on: left as found.
+    pool.set_access(d0, PoolAccess::None).unwrap();
+    if !was_enabled {
+        d0.disable_peer_access(d1).unwrap();
     }
 }
