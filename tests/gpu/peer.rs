@@ -483,17 +483,29 @@ fn peer_access_toggled_while_another_thread_copies() {
         let toggler = sc.spawn(|| {
             d0.set_current().unwrap();
             let mut k = 0u32;
+            // CUDA_RUNTIME_TEST_TOGGLE=peer or pool: toggle only that (for narrowing down).
+            let only = std::env::var("CUDA_RUNTIME_TEST_TOGGLE").unwrap_or_default();
             while !done.load(Ordering::Acquire) {
-                match d0.disable_peer_access(d1) {
-                    Ok(()) => {}
-                    Err(e) => assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}"),
+                if only != "pool" {
+                    match d0.disable_peer_access(d1) {
+                        Ok(()) => {}
+                        Err(e) => assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}"),
+                    }
                 }
-                pool.set_access(d0, PoolAccess::None).unwrap();
-                match d0.enable_peer_access(d1) {
-                    Ok(()) => {}
-                    Err(e) => assert_eq!(e.code(), ErrorCode::PeerAccessAlreadyEnabled, "{e}"),
+                if only != "peer" {
+                    pool.set_access(d0, PoolAccess::None).unwrap();
                 }
-                pool.set_access(d0, PoolAccess::ReadWrite).unwrap();
+                if only != "pool" {
+                    match d0.enable_peer_access(d1) {
+                        Ok(()) => {}
+                        Err(e) => {
+                            assert_eq!(e.code(), ErrorCode::PeerAccessAlreadyEnabled, "{e}")
+                        }
+                    }
+                }
+                if only != "peer" {
+                    pool.set_access(d0, PoolAccess::ReadWrite).unwrap();
+                }
                 k += 1;
             }
             k
