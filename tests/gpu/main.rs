@@ -64,6 +64,7 @@ fn main() {
             .chain(safety::CHILDREN)
             .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
+            .chain(peer::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {

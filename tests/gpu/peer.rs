@@ -449,17 +449,33 @@ fn revoking_peer_access_waits_for_queued_peer_copies() {
     }
 }
 
+/// Children run by `run_in_child_within`.
+pub const CHILDREN: &[(&str, fn())] = &[("peer_toggle", peer_toggle_child)];
+
 /// One thread copies out of device 1's memory (plain and pool) into device 0's, 40 times, each
 /// checked against the CPU; another thread meanwhile turns device 0's peer access to device 1
-/// and its access to the pool on and off as fast as it can. Every copy is right, no call fails
-/// but with the runtime's already-enabled / not-enabled errors, and nothing hangs: the
-/// revocations wait for the copies in flight, and none slips in between.
+/// and its access to the pool on and off as fast as it can. Every copy should be right, no call
+/// should fail but with the runtime's already-enabled / not-enabled errors, and nothing should
+/// hang.
+///
+/// In a child process: at ea015a3 (fifteenth session, H200 x2, driver 580) it FAILED in 3 of 3
+/// runs within 0.4 s: a copy's stream synchronisation returned `cudaErrorLaunchFailure` (sticky
+/// for the device: in the suite's process 67 later tests failed with it). Not yet narrowed down
+/// (`CUDA_RUNTIME_TEST_TOGGLE=peer|pool` toggles one kind only). Suspects: enabling peer access
+/// or granting pool access under a queued copy (only revocations wait for copies), or a copy of
+/// pool memory while context peer access is on but the pool's access for device 0 is none.
 fn peer_access_toggled_while_another_thread_copies() {
+    let out = crate::common::run_in_child_within("peer_toggle", std::time::Duration::from_secs(60));
+    assert!(out.contains("peer toggle child ok"), "{out}");
+}
+
+fn peer_toggle_child() {
     use cuda_runtime::{MemPool, MemPoolProps, PoolAccess};
     use std::sync::atomic::{AtomicBool, Ordering};
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
     if !d0.can_access_peer(d1).unwrap() {
         eprintln!("device 0 cannot access device 1: nothing to toggle");
+        println!("peer toggle child ok");
         return;
     }
     let mut r = rng();
@@ -537,4 +553,5 @@ fn peer_access_toggled_while_another_thread_copies() {
     if !was_enabled {
         d0.disable_peer_access(d1).unwrap();
     }
+    println!("peer toggle child ok");
 }
