@@ -387,26 +387,25 @@ fn cross_device_event_wait() {
     assert!(st[1] > st[0] && st[1] - st[0] >= 50_000_000, "{st:?}");
 }
 
-/// A peer copy out of device 1's memory held on device 0 behind a 300 ms spin, then device 0's
-/// peer access to device 1 disabled at once; then the same with memory of a pool of device 1
-/// and device 0's access to the pool taken away. Each revocation waits for the queued copy,
-/// which completes with the right bytes and no error (the driver alone revokes under it: the
-/// copy fails with `cudaErrorLaunchFailure`, sticky for both devices; probe
-/// `peer_revoke_queued.cu`).
-fn revoking_peer_access_waits_for_queued_peer_copies() {
-    use crate::host_chunks::stall;
-    use cuda_runtime::{MemPool, MemPoolProps, PoolAccess};
+/// What the two revocation tests copy from: `n` random words in device 1's memory and as many
+/// other ones in memory of a new pool of device 1; device 0 current afterwards, with peer
+/// access to device 1 on (`was_enabled`: it was on already).
+struct PeerSources {
+    plain: Vec<u32>,
+    pooled: Vec<u32>,
+    src: DeviceBuffer<u32>,
+    pool: cuda_runtime::MemPool,
+    psrc: DeviceBuffer<u32>,
+    was_enabled: bool,
+}
+
+fn peer_sources(n: usize) -> PeerSources {
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
-    if !d0.can_access_peer(d1).unwrap() {
-        eprintln!("device 0 cannot access device 1: nothing to revoke");
-        return;
-    }
     let mut r = rng();
-    let n = 16 << 20;
     let (plain, pooled) = (random_u32(&mut r, n), random_u32(&mut r, n));
     d1.set_current().unwrap();
     let src = DeviceBuffer::from_slice(&plain).unwrap();
-    let pool = MemPool::new(d1, MemPoolProps::default()).unwrap();
+    let pool = cuda_runtime::MemPool::new(d1, cuda_runtime::MemPoolProps::default()).unwrap();
     let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let mut psrc = DeviceBuffer::<u32>::new_from_pool_async(n, &pool, &s1).unwrap();
     psrc.copy_from_host_async(&pooled, &s1).unwrap();
@@ -417,6 +416,39 @@ fn revoking_peer_access_waits_for_queued_peer_copies() {
         Err(e) if e.code() == ErrorCode::PeerAccessAlreadyEnabled => true,
         Err(e) => panic!("{e}"),
     };
+    PeerSources {
+        plain,
+        pooled,
+        src,
+        pool,
+        psrc,
+        was_enabled,
+    }
+}
+
+/// A peer copy out of device 1's memory held on device 0 behind a 300 ms spin, then device 0's
+/// peer access to device 1 disabled at once; then the same with memory of a pool of device 1
+/// and device 0's access to the pool taken away. Each revocation waits for the queued copy,
+/// which completes with the right bytes and no error (the driver alone revokes under it: the
+/// copy fails with `cudaErrorLaunchFailure`, sticky for both devices; probe
+/// `peer_revoke_queued.cu`).
+fn revoking_peer_access_waits_for_queued_peer_copies() {
+    use crate::host_chunks::stall;
+    use cuda_runtime::PoolAccess;
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    if !d0.can_access_peer(d1).unwrap() {
+        eprintln!("device 0 cannot access device 1: nothing to revoke");
+        return;
+    }
+    let n = 16 << 20;
+    let PeerSources {
+        plain,
+        pooled,
+        src,
+        pool,
+        psrc,
+        was_enabled,
+    } = peer_sources(n);
     pool.set_access(d0, PoolAccess::ReadWrite).unwrap();
     let s0 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
     let mut dst = DeviceBuffer::<u32>::new(n).unwrap();
@@ -470,7 +502,7 @@ fn peer_access_toggled_while_another_thread_copies() {
 }
 
 fn peer_toggle_child() {
-    use cuda_runtime::{MemPool, MemPoolProps, PoolAccess};
+    use cuda_runtime::PoolAccess;
     use std::sync::atomic::{AtomicBool, Ordering};
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
     if !d0.can_access_peer(d1).unwrap() {
@@ -478,22 +510,15 @@ fn peer_toggle_child() {
         println!("peer toggle child ok");
         return;
     }
-    let mut r = rng();
     let n = 1 << 20;
-    let (plain, pooled) = (random_u32(&mut r, n), random_u32(&mut r, n));
-    d1.set_current().unwrap();
-    let src = DeviceBuffer::from_slice(&plain).unwrap();
-    let pool = MemPool::new(d1, MemPoolProps::default()).unwrap();
-    let s1 = Stream::with_flags(StreamFlags::NON_BLOCKING).unwrap();
-    let mut psrc = DeviceBuffer::<u32>::new_from_pool_async(n, &pool, &s1).unwrap();
-    psrc.copy_from_host_async(&pooled, &s1).unwrap();
-    s1.synchronize().unwrap();
-    d0.set_current().unwrap();
-    let was_enabled = match d0.enable_peer_access(d1) {
-        Ok(()) => false,
-        Err(e) if e.code() == ErrorCode::PeerAccessAlreadyEnabled => true,
-        Err(e) => panic!("{e}"),
-    };
+    let PeerSources {
+        plain,
+        pooled,
+        src,
+        pool,
+        psrc,
+        was_enabled,
+    } = peer_sources(n);
     let done = AtomicBool::new(false);
     let toggles = std::thread::scope(|sc| {
         let toggler = sc.spawn(|| {
