@@ -11,15 +11,23 @@
 //       OFF, then cuCtxEnablePeerAccess, then the copy released
 //   a2  a pool peer copy queued with the pool's access for device 0 NONE (peer access off),
 //       then cuMemPoolSetAccess read-write, then the copy released
+//   c   the crate's protocol (main at 7b7112a) replayed on the driver alone, two threads: one
+//       queues 200 checked copies (plain and pool memory alternately, each queued under a
+//       mutex, then synchronised and compared); the other loops: under the mutex
+//       cuCtxSynchronize + cuCtxDisablePeerAccess, under the mutex cuCtxSynchronize + pool
+//       access none, then enable and grant without waiting
+//   c2  as c, enabling and granting also under the mutex after cuCtxSynchronize
 // Prints each step's result and "copy ok" or the wrong byte count.
 //   nvcc -O2 -arch=sm_90 probes/peer_toggle_suspects.cu -lcuda -o /tmp/pts
-//   for c in b b2 a1 a2; do /tmp/pts $c; done
+//   for c in b b2 a1 a2 c c2; do /tmp/pts $c; done
 // NOT yet run on a GPU.
 #include <cuda.h>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <mutex>
+#include <atomic>
 #include <vector>
 #define CK(x) do { CUresult r_ = (x); const char *n_ = 0; cuGetErrorName(r_, &n_); \
   printf("%-60s -> %d %s\n", #x, (int)r_, n_ ? n_ : "?"); fflush(stdout); } while (0)
@@ -64,6 +72,45 @@ int main(int argc, char **argv) {
   cuMemHostGetDevicePointer(&dflag, flag, 0);
   CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   CUmemAccessDesc none = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_NONE};
+  if (c[0] == 'c') {
+    bool wait_all = !strcmp(c, "c2");
+    std::mutex gate;
+    std::atomic<bool> done{false};
+    CK(cuCtxEnablePeerAccess(c1, 0));
+    CK(cuMemPoolSetAccess(pool, &rw, 1));
+    long rounds = 0;
+    std::thread t([&] {
+      cuCtxSetCurrent(c0);
+      while (!done.load()) {
+        CUresult r[4];
+        { std::lock_guard<std::mutex> g(gate); cuCtxSynchronize(); r[0] = cuCtxDisablePeerAccess(c1); }
+        { std::lock_guard<std::mutex> g(gate); cuCtxSynchronize(); r[1] = cuMemPoolSetAccess(pool, &none, 1); }
+        if (wait_all) { std::lock_guard<std::mutex> g(gate); cuCtxSynchronize(); r[2] = cuCtxEnablePeerAccess(c1, 0); }
+        else r[2] = cuCtxEnablePeerAccess(c1, 0);
+        if (wait_all) { std::lock_guard<std::mutex> g(gate); cuCtxSynchronize(); r[3] = cuMemPoolSetAccess(pool, &rw, 1); }
+        else r[3] = cuMemPoolSetAccess(pool, &rw, 1);
+        for (int k = 0; k < 4; k++) if (r[k]) { printf("toggler step %d round %ld -> %d\n", k, rounds, (int)r[k]); fflush(stdout); }
+        rounds++;
+      }
+    });
+    std::vector<unsigned char> h(N);
+    int bad_copies = 0;
+    for (int i = 0; i < 200; i++) {
+      cuMemsetD8Async(dst, 0, N, s0);
+      CUresult q;
+      { std::lock_guard<std::mutex> g(gate); q = cuMemcpyPeerAsync(dst, c0, i % 2 ? psrc : src, c1, N, s0); }
+      CUresult y = cuStreamSynchronize(s0);
+      if (q || y) { printf("copy %d: queue %d sync %d (toggler round %ld)\n", i, (int)q, (int)y, rounds); bad_copies++; break; }
+      cuMemcpyDtoH(h.data(), dst, N);
+      size_t bad = 0;
+      for (size_t j = 0; j < N; j++) bad += h[j] != 0x5a;
+      if (bad) { printf("copy %d (%s): %zu wrong bytes\n", i, i % 2 ? "pool" : "plain", bad); bad_copies++; }
+    }
+    done = true;
+    t.join();
+    printf("case %s: %d bad copies of 200, %ld toggler rounds\n", c, bad_copies, rounds);
+    return 0;
+  }
   bool held = !strcmp(c, "a1") || !strcmp(c, "a2");
   CUdeviceptr from = (!strcmp(c, "a1")) ? src : psrc;
   if (!strcmp(c, "b") || !strcmp(c, "b2")) CK(cuCtxEnablePeerAccess(c1, 0));
