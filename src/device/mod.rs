@@ -531,6 +531,10 @@ impl Device {
     /// Lets this device's work access `peer`'s memory (`cudaDeviceEnablePeerAccess`, called
     /// with this device current). Access is one-way; enable it from both sides for both.
     ///
+    /// As [`disable_peer_access`](Self::disable_peer_access), first waits for this device's
+    /// work when a peer copy reading `peer`'s memory was queued on it (a change of the mapping
+    /// under a queued copy is not known to be safe).
+    ///
     /// # Errors
     /// `cudaErrorPeerAccessAlreadyEnabled` when it already is; `cudaErrorPeerAccessUnsupported`
     /// when the devices cannot be peers; `cudaErrorInvalidDevice` for the device itself.
@@ -566,10 +570,15 @@ impl Device {
         // SAFETY: both primary contexts are retained and cannot be reset while `p` and `a`
         // live; this device's context is current.
         if enable {
-            a.check(
-                unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) },
-                "cuCtxEnablePeerAccess",
-            )
+            // Also not under a queued peer copy (suspect (a) of the fifteenth session's toggling
+            // failure: a copy queued while access was off may not survive the mapping's change).
+            context::revoke_peer_path(self.ordinal, peer.ordinal, || {
+                a.check(
+                    // SAFETY: as above.
+                    unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) },
+                    "cuCtxEnablePeerAccess",
+                )
+            })
         } else {
             // Not under a peer copy still queued on this device: the driver would unmap the
             // peer's memory under it (the copy fails, and both contexts with it).

@@ -260,7 +260,9 @@ impl MemPool {
                     "cuMemPoolSetAccess",
                 )
             };
-            if access == PoolAccess::ReadWrite || device.ordinal() == self.inner.device {
+            // Every change of another device's access waits for its peer copies (granting too:
+            // suspect (a) of the fifteenth session's toggling failure).
+            if device.ordinal() == self.inner.device {
                 set()
             } else {
                 // The accessor is entered by the wait itself, before the gate is taken.
