@@ -20,7 +20,13 @@
 // Prints each step's result and "copy ok" or the wrong byte count.
 //   nvcc -O2 -arch=sm_90 probes/peer_toggle_suspects.cu -lcuda -o /tmp/pts
 //   for c in b b2 a1 a2 c c2; do /tmp/pts $c; done
-// NOT yet run on a GPU.
+// Results (sixteenth session, H200 x2, driver 580.159.04):
+//   b, b2, a1, a2: copy ok (each alone, once: no single change under one copy failed)
+//   c:  copy 1 (pool memory) failed, its sync CUDA_ERROR_LAUNCH_FAILED (719) in the toggler's
+//       round 2; the toggler's next calls returned 719 too (sticky)
+//   c2: no failure, but it did not finish in 60 s (std::mutex let the toggler starve the
+//       copier); the crate's test with enabling and granting waiting too passed 3 of 3 ways
+// So waiting before revocations alone is not enough: the crate waits before every change.
 #include <cuda.h>
 #include <chrono>
 #include <cstdio>

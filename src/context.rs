@@ -634,15 +634,18 @@ pub(crate) fn note_peer_copy(source: i32, reader: i32) -> PeerCopy {
     PeerCopy { _gate: gate }
 }
 
-/// Runs `revoke` (which takes away device `accessor`'s direct path to device `owner`'s memory:
-/// `cuCtxDisablePeerAccess`, a lowering `cuMemPoolSetAccess`) once no peer copy queued on
+/// Runs `revoke` (which changes device `accessor`'s direct path to device `owner`'s memory:
+/// `cuCtxDisablePeerAccess` or `cuCtxEnablePeerAccess`, `cuMemPoolSetAccess` for `accessor`)
+/// once no peer copy queued on
 /// `accessor` reading `owner`'s memory can still be running, and with none being queued.
 ///
 /// The driver neither waits for such a copy nor keeps the mapping for it: revoking under a
 /// queued copy made the copy fail with `CUDA_ERROR_LAUNCH_FAILED`, sticky for both devices
-/// (`probes/peer_revoke_queued.cu`, driver 580). So when `accessor` was ever given such a copy,
-/// its work is waited for first (`cuCtxSynchronize`, as a reset of `owner` does), then the
-/// revocation runs under the gate unless a copy was queued meanwhile (then it waits again).
+/// (`probes/peer_revoke_queued.cu`, driver 580), and a thread granting pool access beside
+/// another's copies made one fail the same way (`probes/peer_toggle_suspects.cu`). So when
+/// `accessor` was ever given such a copy, its work is waited for first (`cuCtxSynchronize`, as
+/// a reset of `owner` does), then the change runs under the gate unless a copy was queued
+/// meanwhile (then it waits again).
 /// `revoke` must not enter a device it does not hold already: an entry under the gate could
 /// wait for a reset that waits for a thread stopped at the gate (the wait enters `accessor`
 /// itself, outside the gate).

@@ -106,11 +106,14 @@
 //!   that teardown, finding queued work, deadlocked inside the driver against other threads'
 //!   `cuStreamDestroy` and `cuEventDestroy` (measured on driver 580).
 //! * **Peers.** A peer copy notes the device it runs on as a reader of the source device: a
-//!   reset of the source waits for that device first, and so does a revocation of the path the
-//!   copy uses ([`Device::disable_peer_access`], a lowering `MemPool::set_access`), which the
-//!   driver otherwise makes under the queued copy (the copy fails, and both contexts with it:
-//!   measured on driver 580). Peer copies hold a gate shared until they are queued; a
-//!   revocation takes it exclusively, so none slips in between its wait and the driver's call.
+//!   reset of the source waits for that device first, and so does every change of the path the
+//!   copy uses ([`Device::enable_peer_access`], [`Device::disable_peer_access`],
+//!   `MemPool::set_access` for another device), which the driver otherwise makes under the
+//!   queued copy. A revocation under it makes the copy fail, and both contexts with it; so did a
+//!   grant of pool access beside copies while another thread toggled access (measured on driver
+//!   580: `probes/peer_revoke_queued.cu`, `probes/peer_toggle_suspects.cu`). Peer copies hold a
+//!   gate shared until they are queued; a change takes it exclusively, so none slips in between
+//!   its wait and the driver's call.
 //! * **Capture.** While a stream is captured into a graph by the crate
 //!   ([`graph::capture`]), the same path records each submission's uses into the capture's
 //!   tokens (kept alive by the graph, as explicit nodes' are) instead of noting them as points

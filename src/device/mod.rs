@@ -531,9 +531,11 @@ impl Device {
     /// Lets this device's work access `peer`'s memory (`cudaDeviceEnablePeerAccess`, called
     /// with this device current). Access is one-way; enable it from both sides for both.
     ///
-    /// As [`disable_peer_access`](Self::disable_peer_access), first waits for this device's
-    /// work when a peer copy reading `peer`'s memory was queued on it (a change of the mapping
-    /// under a queued copy is not known to be safe).
+    /// Unlike libcudart, and as [`disable_peer_access`](Self::disable_peer_access), first waits
+    /// for this device's work when a peer copy reading `peer`'s memory was ever queued on it: a
+    /// change of the mapping under a queued copy is not safe on driver 580 (two threads, one
+    /// copying, one toggling peer and pool access, made a copy fail with
+    /// `cudaErrorLaunchFailure`, sticky for both devices; `probes/peer_toggle_suspects.cu`).
     ///
     /// # Errors
     /// `cudaErrorPeerAccessAlreadyEnabled` when it already is; `cudaErrorPeerAccessUnsupported`
@@ -570,8 +572,8 @@ impl Device {
         // SAFETY: both primary contexts are retained and cannot be reset while `p` and `a`
         // live; this device's context is current.
         if enable {
-            // Also not under a queued peer copy (suspect (a) of the fifteenth session's toggling
-            // failure: a copy queued while access was off may not survive the mapping's change).
+            // Also not under a queued peer copy: the driver changes the mapping under it, and
+            // with grants beside it a copy failed (`probes/peer_toggle_suspects.cu`, case c).
             context::revoke_peer_path(self.ordinal, peer.ordinal, || {
                 a.check(
                     // SAFETY: as above.

@@ -226,10 +226,12 @@ impl MemPool {
     /// lowered.
     ///
     /// The crate refuses kernels and copies of one device on another device's memory, except
-    /// peer copies, which need no pool access. Unlike libcudart, lowering `device`'s access
-    /// first waits for `device`'s work when a peer copy reading this pool's device's memory
-    /// was queued on it: the driver may take the mapping away under such a copy, as it does for
-    /// [`Device::disable_peer_access`](crate::Device::disable_peer_access).
+    /// peer copies, which need no pool access. Unlike libcudart, any change of `device`'s access
+    /// (lowering or granting) first waits for `device`'s work when a peer copy reading this
+    /// pool's device's memory was ever queued on it: the driver changes the mapping under such
+    /// a copy, which then may fail with both devices' contexts, as for
+    /// [`Device::disable_peer_access`](crate::Device::disable_peer_access) (a grant beside a
+    /// toggling thread did so on driver 580: `probes/peer_toggle_suspects.cu`).
     ///
     /// # Errors
     /// [`Error::InvalidValue`] for lowering the owner's access; the driver's errors for a
@@ -260,8 +262,9 @@ impl MemPool {
                     "cuMemPoolSetAccess",
                 )
             };
-            // Every change of another device's access waits for its peer copies (granting too:
-            // suspect (a) of the fifteenth session's toggling failure).
+            // Every change of another device's access waits for its peer copies, granting too:
+            // on driver 580 a copy failed (both contexts with it) beside grants made while
+            // queued copies ran (`probes/peer_toggle_suspects.cu`, case c against c2).
             if device.ordinal() == self.inner.device {
                 set()
             } else {

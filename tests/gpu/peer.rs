@@ -490,12 +490,10 @@ pub const CHILDREN: &[(&str, fn())] = &[("peer_toggle", peer_toggle_child)];
 /// should fail but with the runtime's already-enabled / not-enabled errors, and nothing should
 /// hang.
 ///
-/// In a child process: at ea015a3 (fifteenth session, H200 x2, driver 580) it FAILED in 3 of 3
-/// runs within 0.4 s: a copy's stream synchronisation returned `cudaErrorLaunchFailure` (sticky
-/// for the device: in the suite's process 67 later tests failed with it). Not yet narrowed down
-/// (`CUDA_RUNTIME_TEST_TOGGLE=peer|pool` toggles one kind only). Suspects: enabling peer access
-/// or granting pool access under a queued copy (only revocations wait for copies), or a copy of
-/// pool memory while context peer access is on but the pool's access for device 0 is none.
+/// In a child process (a failure is sticky for both devices). When only revocations waited for
+/// queued copies it failed (ea015a3, 7b7112a; H200 x2, driver 580): a copy's synchronisation
+/// returned `cudaErrorLaunchFailure` within 0.4 s with pool access toggled
+/// (`CUDA_RUNTIME_TEST_TOGGLE=pool`; `=peer` alone passed); granting now waits too.
 fn peer_access_toggled_while_another_thread_copies() {
     let out = crate::common::run_in_child_within("peer_toggle", std::time::Duration::from_secs(60));
     assert!(out.contains("peer toggle child ok"), "{out}");
