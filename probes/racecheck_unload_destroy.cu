@@ -17,13 +17,21 @@
 // Mode `crate` (argv[2]): as the crate, the decoys' destroys (unused objects) are handed to two
 // background threads (textures to one, arrays to the other), and the module is unloaded at once
 // beside them; otherwise the first thread destroys the decoys itself before the unload.
+// Mode `crate2`: as `crate`, and its spin kernel from a library (cuLibraryLoadData with a JIT
+// log, as the crate's embedded kernels), the user module loaded with cuModuleLoadDataEx and a
+// JIT log (as Module::from_ptx), device 1's primary context retained too, and the buffers
+// stream-ordered (cuMemAllocAsync) and freed in a stream of their own (cuMemFreeAsync).
 // A stall: no round finished for 20 s; prints "rud stalled" and exits 3. Otherwise "rud ok".
 //
 // Results (sixteenth session, H200 x2, driver 580.159.04), first mode: NOT reproduced. Plain
 // 8 s: 82 rounds ok; racecheck with the filter, 100 s: 1571 rounds ok, 0 hazards; racecheck
 // instrumenting everything, 100 s: 9530 rounds ok, 0 hazards. The crate's test beside it, alone
 // under racecheck 8 times: 6 passed (0 hazards), the last 2 stalled to their 45 s limit.
-// Mode `crate`: NOT yet run.
+// Mode `crate`, same lengths: NOT reproduced either (plain 1343 rounds; racecheck filtered
+// 21096 rounds, unfiltered 5683, 0 hazards) while the crate's test stalled 4 of 12 beside it;
+// the stalls' stacks: the test thread in cuModuleUnload inside the sanitizer's callback waiting
+// on a driver mutex, the array reclaimer in cuArrayDestroy waiting on a driver rwlock (wrlock),
+// nothing else in the driver or in a crate lock. Mode `crate2`: NOT yet run.
 //
 //   nvcc -O2 -arch=sm_90 probes/racecheck_unload_destroy.cu -lcuda -o /tmp/rud
 //   /tmp/rud 10
@@ -94,16 +102,41 @@ int main(int argc, char **argv) {
   CUcontext ctx;
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
-  CUmodule spin_mod;
-  CK(cuModuleLoadData(&spin_mod, spin_ptx.c_str()));
+  // Mode crate2: more of what the crate does: its embedded kernels are libraries
+  // (cuLibraryLoadData with a JIT log), user modules are loaded with cuModuleLoadDataEx and a
+  // JIT log, both devices' primary contexts are retained, and buffers are stream-ordered
+  // (cuMemAllocAsync) and freed in a stream of their own (cuMemFreeAsync).
+  bool crate2 = argc > 2 && !strcmp(argv[2], "crate2");
+  static char jit_log[8192];
+  CUjit_option jo[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *jv[2] = {jit_log, (void *)(size_t)sizeof jit_log};
   CUfunction spin;
-  CK(cuModuleGetFunction(&spin, spin_mod, "spin"));
-  CUstream s;
+  if (crate2) {
+    int count = 0;
+    CK(cuDeviceGetCount(&count));
+    if (count > 1) {
+      CUdevice d1;
+      CUcontext c1;
+      CK(cuDeviceGet(&d1, 1));
+      CK(cuDevicePrimaryCtxRetain(&c1, d1));
+    }
+    CUlibrary lib;
+    CK(cuLibraryLoadData(&lib, spin_ptx.c_str(), jo, jv, 2, nullptr, nullptr, 0));
+    CUkernel k;
+    CK(cuLibraryGetKernel(&k, lib, "spin"));
+    CK(cuKernelGetFunction(&spin, k));
+  } else {
+    CUmodule spin_mod;
+    CK(cuModuleLoadData(&spin_mod, spin_ptx.c_str()));
+    CK(cuModuleGetFunction(&spin, spin_mod, "spin"));
+  }
+  CUstream s, frees;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CK(cuStreamCreate(&frees, CU_STREAM_NON_BLOCKING));
   CUdeviceptr stamps;
   CK(cuMemAlloc(&stamps, 16));
 
-  bool crate = argc > 2 && !strcmp(argv[2], "crate");
+  bool crate = crate2 || (argc > 2 && !strcmp(argv[2], "crate"));
   struct Yard { std::mutex m; std::condition_variable cv; std::deque<Doomed> doomed; };
   Yard yards[2];
   bool stop = false;
@@ -160,13 +193,20 @@ int main(int argc, char **argv) {
       xy[2 * i + 1] = (float)(i / w) + 0.5f;
     }
     CUmodule user;
-    CK(cuModuleLoadData(&user, tex_ptx.c_str()));
+    if (crate2) CK(cuModuleLoadDataEx(&user, tex_ptx.c_str(), 2, jo, jv));
+    else CK(cuModuleLoadData(&user, tex_ptx.c_str()));
     CUfunction sample;
     CK(cuModuleGetFunction(&sample, user, "sample_2d"));
     CUdeviceptr dxy, dout;
-    CK(cuMemAlloc(&dxy, xy.size() * 4));
-    CK(cuMemcpyHtoD(dxy, xy.data(), xy.size() * 4));
-    CK(cuMemAlloc(&dout, out.size() * 4));
+    if (crate2) {
+      CK(cuMemAllocAsync(&dxy, xy.size() * 4, s));
+      CK(cuMemcpyHtoDAsync(dxy, xy.data(), xy.size() * 4, s));
+      CK(cuMemAllocAsync(&dout, out.size() * 4, s));
+    } else {
+      CK(cuMemAlloc(&dxy, xy.size() * 4));
+      CK(cuMemcpyHtoD(dxy, xy.data(), xy.size() * 4));
+      CK(cuMemAlloc(&dout, out.size() * 4));
+    }
     CUarray a = make_array(w, h, data);
     CUtexObject tex = make_tex(a);
     unsigned long long ns = 1000000ull * (1 + rnd(5));
@@ -196,8 +236,13 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 4; k++) CK(cuTexObjectDestroy(decoy_tex[k]));
       for (int k = 0; k < 4; k++) CK(cuArrayDestroy(decoys[k]));
     }
-    CK(cuMemFree(dxy));
-    CK(cuMemFree(dout));
+    if (crate2) {
+      CK(cuMemFreeAsync(dxy, frees));
+      CK(cuMemFreeAsync(dout, frees));
+    } else {
+      CK(cuMemFree(dxy));
+      CK(cuMemFree(dout));
+    }
     CK(cuModuleUnload(user));
     rounds++;
   }
