@@ -31,7 +31,9 @@
 // 21096 rounds, unfiltered 5683, 0 hazards) while the crate's test stalled 4 of 12 beside it;
 // the stalls' stacks: the test thread in cuModuleUnload inside the sanitizer's callback waiting
 // on a driver mutex, the array reclaimer in cuArrayDestroy waiting on a driver rwlock (wrlock),
-// nothing else in the driver or in a crate lock. Mode `crate2`: NOT yet run.
+// nothing else in the driver or in a crate lock. Mode `crate2`: NOT reproduced (plain 1477
+// rounds; racecheck filtered, two processes side by side, 21762 and 22031 rounds, 0 hazards).
+// One round per process (argv[1] = -1), as the test makes one: NOT yet run.
 //
 //   nvcc -O2 -arch=sm_90 probes/racecheck_unload_destroy.cu -lcuda -o /tmp/rud
 //   /tmp/rud 10
@@ -93,7 +95,10 @@ static CUtexObject make_tex(CUarray a) {
 }
 
 int main(int argc, char **argv) {
+  // argv[1] < 0: exactly -argv[1] rounds (a stall that comes only once per process).
   int secs = argc > 1 ? atoi(argv[1]) : 10;
+  long max_rounds = secs < 0 ? -secs : -1;
+  if (secs < 0) secs = 3600;
   std::string spin_ptx = slurp("kernels/ptx/spin.ptx"), tex_ptx = slurp("kernels/ptx/texture.ptx");
   if (spin_ptx.empty() || tex_ptx.empty()) { printf("run from the repository root\n"); return 1; }
   CK(cuInit(0));
@@ -184,7 +189,7 @@ int main(int argc, char **argv) {
   auto rnd = [&](unsigned n) { seed = seed * 1103515245u + 12345u; return (seed >> 8) % n; };
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(secs);
   long bad = 0;
-  while (std::chrono::steady_clock::now() < end) {
+  while (std::chrono::steady_clock::now() < end && rounds.load() != max_rounds) {
     size_t w = 8 + rnd(56), h = 8 + rnd(24), n = w * h;
     std::vector<float> data(n), xy(2 * n), out(4 * n);
     for (size_t i = 0; i < n; i++) {
