@@ -1514,7 +1514,18 @@ fn user_launch_with_a_texture_keeps_it_until_the_kernel_ran() {
     s.synchronize().unwrap();
     let got: Vec<f32> = out.to_vec().unwrap().chunks(4).map(|c| c[0]).collect();
     assert_same("user kernel's fetches of the dropped texture", &got, &data);
+    // The module is unloaded before the decoys are destroyed, and after the dropped array's
+    // destroy had its chance (`Device::synchronize` buries what is ready): under
+    // compute-sanitizer racecheck, `cuModuleUnload` beside the reclaimer's `cuArrayDestroy`
+    // stalled in 6 of 20 runs (sixteenth session, H200 x2, driver 580: the unload inside the
+    // tool's callback waiting on a driver mutex, the destroy on a driver rwlock, no crate lock
+    // held; never without the tool; not reproduced with the driver alone,
+    // `probes/racecheck_unload_destroy.cu`). The order changes nothing the test checks.
+    Device::current().unwrap().synchronize().unwrap();
+    drop(sample);
+    drop(m);
     drop(decoy_tex);
+    drop(decoys);
     let errors = Device::current().unwrap().take_deferred_errors();
     assert!(errors.is_empty(), "deferred errors: {errors:?}");
 }
