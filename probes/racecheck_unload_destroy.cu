@@ -33,7 +33,12 @@
 // on a driver mutex, the array reclaimer in cuArrayDestroy waiting on a driver rwlock (wrlock),
 // nothing else in the driver or in a crate lock. Mode `crate2`: NOT reproduced (plain 1477
 // rounds; racecheck filtered, two processes side by side, 21762 and 22031 rounds, 0 hazards).
-// One round per process (argv[1] = -1), as the test makes one: NOT yet run.
+// One round per process (argv[1] = -1, crate2), as the test makes one: 24 processes, 4 side by
+// side, under racecheck: NOT reproduced (0 stalls). The crate's test with its module unloaded
+// before the decoys' destroys (after a device synchronize): 0 stalls in 16 runs under
+// racecheck, 4 side by side (15e31fa). So the stall needs the unload and an array destroy at
+// once, and something of the crate's process that this probe does not have; every frame that
+// waits is the driver's, one inside the tool's callback.
 //
 //   nvcc -O2 -arch=sm_90 probes/racecheck_unload_destroy.cu -lcuda -o /tmp/rud
 //   /tmp/rud 10
