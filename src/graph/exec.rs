@@ -172,6 +172,12 @@ impl Drop for GraphExec {
     }
 }
 
+/// The tokens of per-node updates in an executable's `kept` (a function of the field alone, so
+/// that other fields stay borrowable beside it).
+pub(crate) fn acc_of(kept: &mut Option<ExecRefs>) -> &mut keep::Kept {
+    kept.as_mut().expect("taken only by drop").acc.get_mut()
+}
+
 /// Releases what an executable kept from the reclaimer thread by handing it to the next call of
 /// the crate on a user thread (as a user object's destructor does): the tokens may own host
 /// memory, whose free must not run at an arbitrary later time on the reclaimer (see
@@ -312,9 +318,9 @@ impl Graph {
 }
 
 impl GraphExec {
-    /// The tokens of per-node updates.
-    pub(crate) fn acc(&self) -> &Accumulator {
-        &self.kept.as_ref().expect("taken only by drop").acc
+    /// The tokens of per-node updates (exclusive: no lock taken).
+    pub(crate) fn acc(&mut self) -> &mut keep::Kept {
+        acc_of(&mut self.kept)
     }
 
     /// The raw handle (`CUgraphExec`).
@@ -439,10 +445,7 @@ impl GraphExec {
             // updates' accumulator can be kept (it holds nothing, and nothing else holds it: a
             // sweep of whole updates then allocates nothing), and the launches still in flight
             // (a point that completes meanwhile only defers the release of the old references).
-            let reuse = {
-                let acc = self.acc();
-                Arc::strong_count(acc) == 1 && acc.lock().is_empty()
-            };
+            let reuse = self.acc().is_empty();
             let waits = self.launches.points();
             let mut info = UpdateResultInfo {
                 result: 0,
@@ -585,7 +588,7 @@ impl GraphExec {
         let _l = self.source.objects.lock();
         // Not destroyed meanwhile by the graph's owner on another thread.
         super::more::still_live(&self.source, node, "an executable graph's node update")?;
-        keep(&mut self.acc().lock());
+        keep(acc_of(&mut self.kept));
         f(&a, self.raw.0)
     }
 

@@ -135,9 +135,10 @@ impl Kept {
     }
 }
 
-/// Tokens that per-node updates of an executable add, kept by a user object that the
-/// executable holds (see [`super::GraphExec`]).
-pub(crate) type Accumulator = Arc<Mutex<Kept>>;
+/// Tokens that per-node updates of an executable add (see [`super::GraphExec`]). Only ever
+/// reached through `&mut GraphExec` (`Mutex::get_mut`: no atomic operation on the update
+/// path); the mutex only makes the executable `Sync` over tokens that are `Send`.
+pub(crate) type Accumulator = Mutex<Kept>;
 
 /// The user object's destructor: hands the bundle to a user thread.
 unsafe extern "C" fn release_bundle(p: *mut c_void) {

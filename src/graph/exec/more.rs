@@ -152,7 +152,7 @@ impl GraphExec {
             // Both graphs locked (in the global order): the child is not changed meanwhile.
             let _l = lock_pair(&self.source, &child.shared);
             super::super::more::still_live(&self.source, node, CALL)?;
-            self.acc().lock().keep(vec![(None, token)]);
+            super::acc_of(&mut self.kept).keep(vec![(None, token)]);
             // SAFETY: live executable, node of its source graph, and live graph of this
             // context; the child is kept by the accumulator.
             a.check(
