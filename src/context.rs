@@ -64,7 +64,7 @@ pub(crate) struct DeviceState {
     /// reading this device's memory: a reset waits for them first.
     peer_readers: AtomicU64,
     /// Peer copies reading this device's memory queued so far (counted under [`PEER_GATE`]):
-    /// a revocation of a peer path to this device sees whether one was queued while it waited.
+    /// a change of a peer path to this device sees whether one was queued while it waited.
     peer_copies: AtomicU64,
     /// The legacy default stream's queue of the live context activation.
     legacy: Mutex<Option<Arc<Queue>>>,
@@ -612,11 +612,11 @@ pub(crate) fn note_peer_reader(source: i32, reader: i32) {
 }
 
 /// Held shared while a peer copy is being queued ([`note_peer_copy`]), exclusively by a
-/// revocation of a peer path ([`revoke_peer_path`]), so that none is queued between the
-/// revocation's wait for the copies and the driver call that revokes.
+/// change of a peer path ([`change_peer_path`]), so that none is queued between the
+/// change's wait for the copies and its driver call.
 static PEER_GATE: parking_lot::RwLock<()> = parking_lot::const_rwlock(());
 
-/// A peer copy being queued: keeps revocations of peer paths out until the copy is queued.
+/// A peer copy being queued: keeps changes of peer paths out until the copy is queued.
 pub(crate) struct PeerCopy {
     _gate: parking_lot::RwLockReadGuard<'static, ()>,
 }
@@ -624,7 +624,7 @@ pub(crate) struct PeerCopy {
 /// Notes that a stream of device `reader` is being given a peer copy reading memory of device
 /// `source` (see [`note_peer_reader`]); the result is held until the copy is queued.
 pub(crate) fn note_peer_copy(source: i32, reader: i32) -> PeerCopy {
-    // Recursive: a copy may note two sources, and a revocation waiting for the gate must not
+    // Recursive: a copy may note two sources, and a change waiting for the gate must not
     // stop the second note of a thread that holds the first.
     let gate = PEER_GATE.read_recursive();
     note_peer_reader(source, reader);
@@ -634,10 +634,10 @@ pub(crate) fn note_peer_copy(source: i32, reader: i32) -> PeerCopy {
     PeerCopy { _gate: gate }
 }
 
-/// Runs `revoke` (which changes device `accessor`'s direct path to device `owner`'s memory:
+/// Runs `change` (which changes device `accessor`'s direct path to device `owner`'s memory:
 /// `cuCtxDisablePeerAccess` or `cuCtxEnablePeerAccess`, `cuMemPoolSetAccess` for `accessor`)
-/// once no peer copy queued on
-/// `accessor` reading `owner`'s memory can still be running, and with none being queued.
+/// once no peer copy queued on `accessor` reading `owner`'s memory can still be running, and
+/// with none being queued.
 ///
 /// The driver neither waits for such a copy nor keeps the mapping for it: revoking under a
 /// queued copy made the copy fail with `CUDA_ERROR_LAUNCH_FAILED`, sticky for both devices
@@ -646,13 +646,13 @@ pub(crate) fn note_peer_copy(source: i32, reader: i32) -> PeerCopy {
 /// `accessor` was ever given such a copy, its work is waited for first (`cuCtxSynchronize`, as
 /// a reset of `owner` does), then the change runs under the gate unless a copy was queued
 /// meanwhile (then it waits again).
-/// `revoke` must not enter a device it does not hold already: an entry under the gate could
+/// `change` must not enter a device it does not hold already: an entry under the gate could
 /// wait for a reset that waits for a thread stopped at the gate (the wait enters `accessor`
 /// itself, outside the gate).
-pub(crate) fn revoke_peer_path<R>(
+pub(crate) fn change_peer_path<R>(
     accessor: i32,
     owner: i32,
-    revoke: impl FnOnce() -> Result<R>,
+    change: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
     let dev = device_state(owner)?;
     let bit = 1u64 << accessor.clamp(0, 63);
@@ -667,7 +667,7 @@ pub(crate) fn revoke_peer_path<R>(
         }
         let _w = PEER_GATE.write();
         if dev.peer_copies.load(Ordering::Acquire) == seen {
-            return revoke();
+            return change();
         }
     }
 }

@@ -893,6 +893,13 @@ struct UseRec {
     write_seq: u64,
 }
 
+impl UseRec {
+    /// Whether the use's point is not known complete.
+    fn pending(&self) -> bool {
+        self.queue.state.lock().done < self.seq
+    }
+}
+
 impl Uses {
     /// Notes a use by submission `seq` of `queue`.
     #[inline]
@@ -983,7 +990,7 @@ impl Uses {
 /// The points of `list` not known complete.
 fn pending_points(list: Vec<UseRec>) -> Vec<(Arc<Queue>, u64)> {
     list.into_iter()
-        .filter(|u| u.queue.state.lock().done < u.seq)
+        .filter(UseRec::pending)
         .map(|u| (u.queue, u.seq))
         .collect()
 }
@@ -1006,7 +1013,7 @@ impl LocalUses {
         self.list
             .borrow()
             .iter()
-            .filter(|u| u.queue.state.lock().done < u.seq)
+            .filter(|u| u.pending())
             .map(|u| (u.queue.clone(), u.seq))
             .collect()
     }
@@ -1995,9 +2002,9 @@ pub(crate) fn alloc_retry<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Re
 const OOM: crate::ErrorCode = crate::ErrorCode::MemoryAllocation;
 
 /// As [`alloc_retry`], for an allocation that is one driver call `f` named by `call` (asked
-/// only on failure): its result is checked as [`Active::check`] does. Inline, with everything past a successful first try
-/// out of line: the common case compares the driver's result in a register and builds no
-/// `Result` in memory (measured on `cudaMallocAsync`).
+/// only on failure): its result is checked as [`Active::check`] does. Inline, with everything
+/// past a successful first try out of line: the common case compares the driver's result in a
+/// register and builds no `Result` in memory (measured on `cudaMallocAsync`).
 #[inline]
 pub(crate) fn alloc_retry_rc(
     a: &Active,

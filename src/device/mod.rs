@@ -569,29 +569,23 @@ impl Device {
         let p = context::enter(peer.ordinal)?;
         let peer_ctx = p.ctx_raw();
         let a = context::enter(self.ordinal)?;
-        // SAFETY: both primary contexts are retained and cannot be reset while `p` and `a`
-        // live; this device's context is current.
-        if enable {
-            // Also not under a queued peer copy: the driver changes the mapping under it, and
-            // with grants beside it a copy failed (`probes/peer_toggle_suspects.cu`, case c).
-            context::revoke_peer_path(self.ordinal, peer.ordinal, || {
-                a.check(
-                    // SAFETY: as above.
-                    unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) },
-                    "cuCtxEnablePeerAccess",
-                )
-            })
-        } else {
-            // Not under a peer copy still queued on this device: the driver would unmap the
-            // peer's memory under it (the copy fails, and both contexts with it).
-            context::revoke_peer_path(self.ordinal, peer.ordinal, || {
-                a.check(
-                    // SAFETY: as above.
+        // Not under a peer copy still queued on this device: the driver changes the mapping
+        // under it (revoked, the copy fails and both contexts with it; granted beside other
+        // changes, a copy failed too: `probes/peer_toggle_suspects.cu`, case c).
+        context::change_peer_path(self.ordinal, peer.ordinal, || {
+            // SAFETY (both calls): both primary contexts are retained and cannot be reset while
+            // `p` and `a` live; this device's context is current.
+            let (r, call) = if enable {
+                let r = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
+                (r, "cuCtxEnablePeerAccess")
+            } else {
+                (
                     unsafe { sys::cuCtxDisablePeerAccess(peer_ctx) },
                     "cuCtxDisablePeerAccess",
                 )
-            })
-        }
+            };
+            a.check(r, call)
+        })
     }
 
     /// Destroys the device's primary context and everything in it (`cudaDeviceReset`).

@@ -175,7 +175,7 @@ impl Drop for GraphExec {
 /// The tokens of per-node updates in an executable's `kept` (a function of the field alone, so
 /// that other fields stay borrowable beside it).
 pub(crate) fn acc_of(kept: &mut Option<ExecRefs>) -> &mut keep::Kept {
-    kept.as_mut().expect("taken only by drop").acc.get_mut()
+    &mut kept.as_mut().expect("taken only by drop").acc
 }
 
 /// Releases what an executable kept from the reclaimer thread by handing it to the next call of

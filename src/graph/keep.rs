@@ -16,8 +16,6 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::context::{self, Active};
 use crate::driver::{sys, Raw};
 use crate::error::Result;
@@ -135,10 +133,9 @@ impl Kept {
     }
 }
 
-/// Tokens that per-node updates of an executable add (see [`super::GraphExec`]). Only ever
-/// reached through `&mut GraphExec` (`Mutex::get_mut`: no atomic operation on the update
-/// path); the mutex only makes the executable `Sync` over tokens that are `Send`.
-pub(crate) type Accumulator = Mutex<Kept>;
+/// Tokens that per-node updates of an executable add (see [`super::GraphExec`]): reached only
+/// through `&mut GraphExec` (an executable is `Send`, not `Sync`), so without a lock.
+pub(crate) type Accumulator = Kept;
 
 /// The user object's destructor: hands the bundle to a user thread.
 unsafe extern "C" fn release_bundle(p: *mut c_void) {

@@ -269,7 +269,7 @@ impl MemPool {
                 set()
             } else {
                 // The accessor is entered by the wait itself, before the gate is taken.
-                crate::context::revoke_peer_path(device.ordinal(), self.inner.device, set)
+                crate::context::change_peer_path(device.ordinal(), self.inner.device, set)
             }
         })())
     }
