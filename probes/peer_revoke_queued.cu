@@ -15,7 +15,7 @@
 // Result (fifteenth session, 4 x H200, driver 580): B0: a pool peer copy with no access granted
 // works. A: cuCtxDisablePeerAccess returned at once (0 ms) with the copy queued; the copy then
 // failed with CUDA_ERROR_LAUNCH_FAILED, all 64 MiB wrong, sticky for BOTH devices (so B never
-// ran). The crate now waits for such copies before revoking (context::revoke_peer_path; test
+// ran). The crate now waits for such copies before revoking (context::change_peer_path; test
 // peer::revoking_peer_access_waits_for_queued_peer_copies).
 #include <cuda.h>
 #include <chrono>
