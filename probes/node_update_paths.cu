@@ -7,8 +7,15 @@
 //   generic  cuGraphExecNodeSetParams (CUgraphNodeParams of type kernel)
 //   same     as params, with the same value every time (nothing changes)
 //   cudart   cudaGraphExecKernelNodeSetParams
+//   xctx     as extra, with the context named in the parameters (`ctx`) rather than current
+//   pctx     as params, with the context named
 // Every path's last update is checked by a launch reading the argument back.
 // Build: nvcc -O2 -arch=sm_90 probes/node_update_paths.cu -lcuda -o /tmp/nup
+// Run: /tmp/nup [rounds] [cubin]: with a cubin of this file (nvcc -cubin -arch=sm_90), the graph's
+// function is that module's (cuModuleLoad, as the crate and the bench load theirs) rather than
+// the runtime's (cudaGetFuncBySymbol), and the cudart path is left out (it names the kernel by
+// its host symbol, so it needs the runtime's function). The
+// bench runs pinned to the GPU's local CPUs (taskset): run this the same way to compare.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -50,6 +57,8 @@ struct Args {
 };
 
 static CUfunction fn;
+static CUcontext ctx_named = nullptr;
+static CUmodule mod = nullptr;
 static CUgraphExec ex;
 static CUgraphNode mid;
 static CUdeviceptr out;
@@ -71,6 +80,7 @@ static CUDA_KERNEL_NODE_PARAMS kp(void** ptrs, void** extra) {
   p.blockDimX = p.blockDimY = p.blockDimZ = 1;
   p.kernelParams = ptrs;
   p.extra = extra;
+  p.ctx = ctx_named;
   return p;
 }
 
@@ -149,7 +159,14 @@ int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 21;
   const int batch = 2000;
   RK(cudaFree(0));
-  RK(cudaGetFuncBySymbol(&fn, (const void*)four_args));
+  if (argc > 2) {
+    CK(cuModuleLoad(&mod, argv[2]));
+    CK(cuModuleGetFunction(&fn, mod, "four_args"));
+    printf("function from %s\n", argv[2]);
+  } else {
+    RK(cudaGetFuncBySymbol(&fn, (const void*)four_args));
+    printf("function from cudaGetFuncBySymbol\n");
+  }
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CK(cuMemAlloc(&out, 256));
@@ -167,8 +184,10 @@ int main(int argc, char** argv) {
   // The last node (the bench updates the middle one): it writes out[0] last, so a launch shows
   // whether the update took.
   mid = nodes[99];
-  const char* names[] = {"params", "extra", "generic", "same", "cudart"};
-  const int paths = 5;
+  const char* names[] = {"params", "extra", "generic", "same", "cudart", "xctx", "pctx"};
+  const int paths = 7;
+  CUcontext current;
+  CK(cuCtxGetCurrent(&current));
   std::vector<std::vector<double>> t(paths);
   for (int r = 0; r < rounds; r++) {
     for (int k = 0; k < paths; k++) {
@@ -179,7 +198,9 @@ int main(int argc, char** argv) {
           case 1: up_extra(); break;
           case 2: up_generic(); break;
           case 3: up_params(true); break;
-          case 4: up_cudart(); break;
+          case 4: if (!mod) up_cudart(); break;
+          case 5: ctx_named = current; up_extra(); ctx_named = nullptr; break;
+          case 6: ctx_named = current; up_params(false); ctx_named = nullptr; break;
         }
       }
       auto t1 = std::chrono::steady_clock::now();
@@ -193,7 +214,9 @@ int main(int argc, char** argv) {
       case 1: up_extra(); break;
       case 2: up_generic(); break;
       case 3: up_params(true); break;
-      case 4: up_cudart(); break;
+      case 4: if (mod) continue; up_cudart(); break;
+      case 5: ctx_named = current; up_extra(); ctx_named = nullptr; break;
+      case 6: ctx_named = current; up_params(false); ctx_named = nullptr; break;
     }
     float v = check(s);
     float want = (float)(7000 + turn + 2.0f + 3.0);
@@ -203,6 +226,7 @@ int main(int argc, char** argv) {
     }
   }
   for (int k = 0; k < paths; k++) {
+    if (k == 4 && mod) continue;
     std::sort(t[k].begin(), t[k].end());
     printf("%-8s median %.4f us  min %.4f  (x params %.3f)\n", names[k], t[k][t[k].size() / 2],
            t[k][0], t[k][t[k].size() / 2] / t[0][t[0].size() / 2]);

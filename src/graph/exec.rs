@@ -546,9 +546,22 @@ impl GraphExec {
             }
             let operands =
                 check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
-            let mut arg_ptrs = crate::module::ArgPtrs::new();
-            let ptrs = arg_ptrs.fill(args);
-            let params = kernel_params(function, config, ptrs);
+            // The arguments as one buffer where they fit (the driver's update is then 3-5%
+            // faster: see `PackedArgs`), else as a pointer per argument. (The same values at the
+            // same offsets: the driver copies either into the node's parameters alike.)
+            let mut packed = crate::module::PackedArgs::new();
+            let mut arg_ptrs;
+            let params = match packed.fill(function.params(), args) {
+                Some(extra) => {
+                    let mut p = kernel_params(function, config, &mut []);
+                    p.extra = extra;
+                    p
+                }
+                None => {
+                    arg_ptrs = crate::module::ArgPtrs::new();
+                    kernel_params(function, config, arg_ptrs.fill(args))
+                }
+            };
             self.update_node_with(
                 node,
                 |k| operands.keep_into(k),

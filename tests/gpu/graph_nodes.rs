@@ -11,7 +11,8 @@ use cuda_runtime::graph::{
 };
 use cuda_runtime::{
     copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
-    Function, HostPitched, HostPitchedMut, LaunchConfig, Module, PitchedBuffer, Pos, Stream,
+    Function, HostPitched, HostPitchedMut, KernelArg, LaunchConfig, Module, PitchedBuffer, Pos,
+    Stream,
 };
 
 // Exclusive tests capture: a `Device::synchronize` of another test meanwhile fails
@@ -29,6 +30,7 @@ crate::tests![
     while_node_with_the_device_runtime_linked_at_run_time,
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
     a_copy_cannot_bypass_the_while_body_check,
+    kernel_node_updates_pass_every_parameter_size_and_padding,
     ;
     exclusive:
     while_bodies_of_child_graphs_only_are_refused,
@@ -805,4 +807,256 @@ fn while_bodies_of_child_graphs_only_are_refused() {
         .unwrap();
     body2.add_child_graph_node(&[], &captured).unwrap();
     assert!(matches!(g2.instantiate(), Err(Error::InvalidValue { .. })));
+}
+
+/// Kernels whose parameters have every size, alignment padding between them, and (`pack_big`) a
+/// parameter buffer larger than the per-node update packs into one buffer (256 bytes): each
+/// writes what it was given to `out`, as 64-bit words.
+const PACK_PTX: &str = r#"
+.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry pack_args(.param .u64 out, .param .u8 a, .param .u16 b, .param .u32 c,
+    .param .u64 d, .param .align 16 .b8 e[16], .param .f64 f, .param .u8 g)
+{
+    .reg .b16 %h<4>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<10>;
+    .reg .f64 %fd<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u8 %h1, [a];
+    cvt.u64.u16 %rd2, %h1;
+    st.global.u64 [%rd1], %rd2;
+    ld.param.u16 %h2, [b];
+    cvt.u64.u16 %rd3, %h2;
+    st.global.u64 [%rd1+8], %rd3;
+    ld.param.u32 %r1, [c];
+    cvt.u64.u32 %rd4, %r1;
+    st.global.u64 [%rd1+16], %rd4;
+    ld.param.u64 %rd5, [d];
+    st.global.u64 [%rd1+24], %rd5;
+    ld.param.u64 %rd6, [e];
+    st.global.u64 [%rd1+32], %rd6;
+    ld.param.u64 %rd7, [e+8];
+    st.global.u64 [%rd1+40], %rd7;
+    ld.param.f64 %fd1, [f];
+    st.global.f64 [%rd1+48], %fd1;
+    ld.param.u8 %h3, [g];
+    cvt.u64.u16 %rd8, %h3;
+    st.global.u64 [%rd1+56], %rd8;
+    ret;
+}
+.visible .entry pack_big(.param .u64 out, .param .align 8 .b8 big[264], .param .u32 tail)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [big];
+    st.global.u64 [%rd1], %rd2;
+    ld.param.u64 %rd3, [big+128];
+    st.global.u64 [%rd1+8], %rd3;
+    ld.param.u64 %rd4, [big+256];
+    st.global.u64 [%rd1+16], %rd4;
+    ld.param.u32 %r1, [tail];
+    cvt.u64.u32 %rd5, %r1;
+    st.global.u64 [%rd1+24], %rd5;
+    ret;
+}
+"#;
+
+/// One random set of `pack_args`'s parameters, and the words the kernel writes for them.
+#[derive(Clone, Copy)]
+struct PackVals {
+    a: u8,
+    b: u16,
+    c: u32,
+    d: u64,
+    e: [u64; 2],
+    f: f64,
+    g: u8,
+}
+
+impl PackVals {
+    fn random(r: &mut fastrand::Rng) -> PackVals {
+        PackVals {
+            a: r.u8(..),
+            b: r.u16(..),
+            c: r.u32(..),
+            d: r.u64(..),
+            e: [r.u64(..), r.u64(..)],
+            f: r.f64() * 1e6 - 5e5,
+            g: r.u8(..),
+        }
+    }
+    fn words(&self) -> Vec<u64> {
+        vec![
+            self.a as u64,
+            self.b as u64,
+            self.c as u64,
+            self.d,
+            self.e[0],
+            self.e[1],
+            self.f.to_bits(),
+            self.g as u64,
+        ]
+    }
+}
+
+fn kernel_node_updates_pass_every_parameter_size_and_padding() {
+    let mut r = rng();
+    let module = Module::from_ptx(PACK_PTX).unwrap();
+    let (small, big) = (
+        module.function("pack_args").unwrap(),
+        module.function("pack_big").unwrap(),
+    );
+    // The layout the updates pack by: padding after `a` (b is 2-aligned), before `e`
+    // (16-aligned) and at the end.
+    assert_eq!(
+        small
+            .params()
+            .iter()
+            .map(|p| (p.offset, p.size))
+            .collect::<Vec<_>>(),
+        vec![
+            (0, 8),
+            (8, 1),
+            (10, 2),
+            (12, 4),
+            (16, 8),
+            (32, 16),
+            (48, 8),
+            (56, 1)
+        ]
+    );
+    let last = big.params().last().unwrap();
+    assert!(last.offset + last.size > 256, "{:?}", big.params());
+    let cfg = LaunchConfig::new(1u32, 1u32);
+    let s = Stream::new().unwrap();
+    let mut out_small = DeviceBuffer::from_slice(&[r.u64(..); 8]).unwrap();
+    let mut out_big = DeviceBuffer::from_slice(&[r.u64(..); 4]).unwrap();
+    let first = PackVals::random(&mut r);
+    let big_first: [u64; 33] = std::array::from_fn(|_| r.u64(..));
+    let tail_first = r.u32(..);
+    let mut g = Graph::new().unwrap();
+    // SAFETY: each kernel writes 8 (4) words of its `out`, which has that many.
+    let (ks, kb) = unsafe {
+        let ks = g
+            .add_kernel_node(
+                &[],
+                &small,
+                &cfg,
+                &kernel_args![
+                    &mut out_small,
+                    first.a,
+                    first.b,
+                    first.c,
+                    first.d,
+                    KernelArg::new(&first.e),
+                    first.f,
+                    first.g
+                ],
+            )
+            .unwrap();
+        let kb = g
+            .add_kernel_node(
+                &[],
+                &big,
+                &cfg,
+                &kernel_args![&mut out_big, KernelArg::new(&big_first), tail_first],
+            )
+            .unwrap();
+        (ks, kb)
+    };
+    let mut exec = g.instantiate().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same(
+        "first launch, every size",
+        &out_small.to_vec().unwrap(),
+        &first.words(),
+    );
+    let big_words = |b: &[u64; 33], t: u32| vec![b[0], b[16], b[32], t as u64];
+    assert_same(
+        "first launch, large buffer",
+        &out_big.to_vec().unwrap(),
+        &big_words(&big_first, tail_first),
+    );
+    // Several updates (packed into one buffer for the small kernel, pointer per argument for
+    // the large one), each launched and checked.
+    for round in 0..4 {
+        let v = PackVals::random(&mut r);
+        let b: [u64; 33] = std::array::from_fn(|_| r.u64(..));
+        let t = r.u32(..);
+        // SAFETY: as at the add above.
+        unsafe {
+            exec.set_kernel_node_params(
+                ks,
+                &small,
+                &cfg,
+                &kernel_args![
+                    &mut out_small,
+                    v.a,
+                    v.b,
+                    v.c,
+                    v.d,
+                    KernelArg::new(&v.e),
+                    v.f,
+                    v.g
+                ],
+            )
+            .unwrap();
+            exec.set_kernel_node_params(
+                kb,
+                &big,
+                &cfg,
+                &kernel_args![&mut out_big, KernelArg::new(&b), t],
+            )
+            .unwrap();
+        }
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_same(
+            &format!("update {round}, every size"),
+            &out_small.to_vec().unwrap(),
+            &v.words(),
+        );
+        assert_same(
+            &format!("update {round}, large buffer"),
+            &out_big.to_vec().unwrap(),
+            &big_words(&b, t),
+        );
+    }
+    // A wrong size is refused by the update, before the driver, and the node keeps its last
+    // parameters.
+    let before = out_small.to_vec().unwrap();
+    let wide = 7u32;
+    // SAFETY: refused before the driver sees it (asserted).
+    let e = unsafe {
+        exec.set_kernel_node_params(
+            ks,
+            &small,
+            &cfg,
+            &kernel_args![
+                &mut out_small,
+                wide,
+                1u16,
+                2u32,
+                3u64,
+                KernelArg::new(&[0u64; 2]),
+                1.0f64,
+                0u8
+            ],
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::KernelArguments { .. }), "{e}");
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_same(
+        "after a refused update",
+        &out_small.to_vec().unwrap(),
+        &before,
+    );
 }
