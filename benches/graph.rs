@@ -16,7 +16,10 @@
 //! - whole-graph update of the executable from a second graph of the same shape with other
 //!   arguments (alternating between two such graphs);
 //! - one kernel-node update (`cudaGraphExecKernelNodeSetParams` of the middle node, its
-//!   integer argument alternating);
+//!   integer argument alternating). The driver side passes a pointer per argument
+//!   (`kernelParams`), as libcudart does; the crate passes them packed into one buffer
+//!   (`extra`), which the driver handles in 0.95-0.97x the time
+//!   (`probes/node_update_paths.cu`): part of the crate's figure is that saving;
 //! - the same 100 kernels as one graph launch against 100 stream launches: host submit time
 //!   and device time (events recorded around them on the same stream);
 //! - the keep-alive bookkeeping: the crate's `GraphExec::launch` against `cuGraphLaunch` of the
