@@ -2279,7 +2279,12 @@ mod tests {
         // On a device no machine has: on a GPU machine, device 0's context (never activated
         // by this test, so not of generation 1) would make the queue's work count as
         // abandoned, and done (`context::work_abandoned`), before any owner is asked.
-        let q = Arc::new(Queue::new(std::ptr::null_mut(), i32::MAX, 1, QueueKind::PerThread));
+        let q = Arc::new(Queue::new(
+            std::ptr::null_mut(),
+            i32::MAX,
+            1,
+            QueueKind::PerThread,
+        ));
         let mut m = Uses::default();
         let seq = submit(&q, &[(&m, true)]);
         // Launches there record nothing; a poll from another thread (the reclaimer's) asks
