@@ -890,6 +890,19 @@ impl PackVals {
             g: r.u8(..),
         }
     }
+    /// The arguments of `pack_args` for these values, writing to `out`.
+    fn args<'a>(&'a self, out: &'a mut DeviceBuffer<u64>) -> [KernelArg<'a>; 8] {
+        kernel_args![
+            out,
+            self.a,
+            self.b,
+            self.c,
+            self.d,
+            KernelArg::new(&self.e),
+            self.f,
+            self.g
+        ]
+    }
     fn words(&self) -> Vec<u64> {
         vec![
             self.a as u64,
@@ -943,21 +956,7 @@ fn kernel_node_updates_pass_every_parameter_size_and_padding() {
     // SAFETY: each kernel writes 8 (4) words of its `out`, which has that many.
     let (ks, kb) = unsafe {
         let ks = g
-            .add_kernel_node(
-                &[],
-                &small,
-                &cfg,
-                &kernel_args![
-                    &mut out_small,
-                    first.a,
-                    first.b,
-                    first.c,
-                    first.d,
-                    KernelArg::new(&first.e),
-                    first.f,
-                    first.g
-                ],
-            )
+            .add_kernel_node(&[], &small, &cfg, &first.args(&mut out_small))
             .unwrap();
         let kb = g
             .add_kernel_node(
@@ -991,22 +990,8 @@ fn kernel_node_updates_pass_every_parameter_size_and_padding() {
         let t = r.u32(..);
         // SAFETY: as at the add above.
         unsafe {
-            exec.set_kernel_node_params(
-                ks,
-                &small,
-                &cfg,
-                &kernel_args![
-                    &mut out_small,
-                    v.a,
-                    v.b,
-                    v.c,
-                    v.d,
-                    KernelArg::new(&v.e),
-                    v.f,
-                    v.g
-                ],
-            )
-            .unwrap();
+            exec.set_kernel_node_params(ks, &small, &cfg, &v.args(&mut out_small))
+                .unwrap();
             exec.set_kernel_node_params(
                 kb,
                 &big,
