@@ -2444,9 +2444,11 @@ impl ArgPtrs {
 pub(crate) struct PackedArgs {
     /// The buffer. (The driver copies it byte for byte into the parameter space, each value
     /// at the offset it reported, so the buffer's own alignment is not the parameters'; whole
-    /// words only keep the copies aligned.) Only its first `size` bytes are written, padding
-    /// between parameters as zero; only those are read.
-    buf: std::mem::MaybeUninit<[u64; PACKED_WORDS]>,
+    /// words only keep the copies aligned.) Its first `size` bytes are the parameters, with
+    /// the padding between them zero; only those are read. (One word more than
+    /// [`PACKED_WORDS`]: a value held in its argument is written as a whole word, which may
+    /// pass `size` by up to 7 bytes.)
+    buf: std::mem::MaybeUninit<[u64; PACKED_WORDS + 1]>,
     /// `size` and `extra` are written by `fill`. (Left uninitialised by `new`: a zeroed field
     /// there made the compiler clear the whole struct, buffer included, with a `memset` call.)
     size: std::mem::MaybeUninit<usize>,
@@ -2467,14 +2469,27 @@ impl PackedArgs {
         }
     }
 
-    /// Packs `args` (already checked against `params` by [`check_args`]: as many, each of the
-    /// parameter's size) and returns the `extra` list naming the buffer; `None` when there is
-    /// nothing to pack or the buffer would exceed [`PACKED_WORDS`] words.
+    /// Packs `args` and returns the `extra` list naming the buffer; `None` when there is
+    /// nothing to pack, the buffer would exceed [`PACKED_WORDS`] words, or `args` do not match
+    /// `params` (count or a size: [`check_args`] then says which). So `Some` also means
+    /// `check_args` would pass.
     #[inline(always)]
     pub(crate) fn fill(
         &mut self,
         params: &[ParamInfo],
         args: &[KernelArg<'_>],
+    ) -> Option<*mut *mut c_void> {
+        self.fill_if(params, args, |_| true)
+    }
+
+    /// As [`fill`](Self::fill), and `None` also when `admit` refuses an argument (asked of each
+    /// in the same pass).
+    #[inline(always)]
+    pub(crate) fn fill_if(
+        &mut self,
+        params: &[ParamInfo],
+        args: &[KernelArg<'_>],
+        mut admit: impl FnMut(&KernelArg<'_>) -> bool,
     ) -> Option<*mut *mut c_void> {
         let last = params.last()?;
         let size = last.offset.checked_add(last.size)?;
@@ -2482,28 +2497,57 @@ impl PackedArgs {
             return None;
         }
         let words = self.buf.as_mut_ptr().cast::<u64>();
-        // Zeroes the words that hold the parameters (so padding is zero): a fixed 8 words for
-        // the common short lists (two vector stores, not a `memset` call), else each.
-        // SAFETY: both write within the buffer: 8 of its `PACKED_WORDS` words, or
-        // `size / 8 rounded up <= PACKED_WORDS` of them (`size <= PACKED_WORDS * 8`).
+        // Zeroes the words that hold the parameters (so padding is zero), in blocks of 8 words
+        // written as constants: a few vector stores. (One `write_bytes` of the rounded size,
+        // or a loop, became a `memset` call, a few ns on every update.)
+        const _: () = assert!(PACKED_WORDS == 32);
+        // SAFETY: block `i` is words `8 i .. 8 i + 8`, written only when `size > 64 i`, so for
+        // `i < 4` only: within the buffer's `PACKED_WORDS` = 32 words (`size <= 256` above).
         unsafe {
-            if size <= 64 {
-                words.cast::<[u64; 8]>().write([0; 8]);
-            } else {
-                words.write_bytes(0, size.div_ceil(8));
+            let block = |i: usize| words.add(8 * i).cast::<[u64; 8]>().write([0; 8]);
+            block(0);
+            if size > 64 {
+                block(1);
+            }
+            if size > 128 {
+                block(2);
+            }
+            if size > 192 {
+                block(3);
             }
         }
         let base = words.cast::<u8>();
+        // The end of the parameter before: each starts at or after it.
+        let mut end_before = 0;
         for (a, p) in args.iter().zip(params) {
-            if a.size != p.size || p.offset.checked_add(p.size).is_none_or(|end| end > size) {
+            let end = p.offset.wrapping_add(p.size);
+            if a.size != p.size
+                || p.offset < end_before
+                || end < p.offset
+                || end > size
+                || !admit(a)
+            {
                 return None;
             }
-            let (src, dst) = (a.value_ptr().cast_const(), base.wrapping_add(p.offset));
+            end_before = end;
+            let dst = base.wrapping_add(p.offset);
+            if a.borrowed.is_null() {
+                // A value held in the argument (at most 8 bytes, zero after them): written as
+                // the whole word. The bytes past the value are zero, and land in padding or in
+                // the parameters after this one, which are written later (they start at or
+                // after its end, checked above). No pointer to follow, no branch on the size.
+                // SAFETY: `p.offset <= p.offset + p.size <= size <= PACKED_WORDS * 8` (checked
+                // above), so the 8 bytes at `dst` are within the buffer's `PACKED_WORDS + 1`
+                // words.
+                unsafe { dst.cast::<u64>().write_unaligned(a.inline) };
+                continue;
+            }
+            let src = a.borrowed.cast::<u8>();
             // SAFETY: `p.offset + p.size <= size <= the buffer's size` (checked above), so
             // `dst` and the `p.size` bytes after it are in the buffer; `src` is the argument's
-            // value of `a.size == p.size` bytes (`value_ptr`); the two do not overlap (the
-            // buffer is this struct's own). Unaligned accesses: neither side is aligned for
-            // the value's type. (The common sizes as one move each, not a `memcpy` call.)
+            // borrowed value of `a.size == p.size` bytes; the two do not overlap (the buffer is
+            // this struct's own). Unaligned accesses: neither side is aligned for the value's
+            // type. (The common sizes as one move each, not a `memcpy` call.)
             unsafe {
                 match p.size {
                     8 => dst
@@ -2515,8 +2559,8 @@ impl PackedArgs {
                     2 => dst
                         .cast::<u16>()
                         .write_unaligned(src.cast::<u16>().read_unaligned()),
-                    1 => dst.write(src.cast::<u8>().read()),
-                    n => std::ptr::copy_nonoverlapping(src.cast::<u8>(), dst, n),
+                    1 => dst.write(src.read()),
+                    n => std::ptr::copy_nonoverlapping(src, dst, n),
                 }
             }
         }
@@ -2590,11 +2634,17 @@ mod tests {
                         *i += 1;
                         *i - 1
                     };
+                    // Scalars held in the argument or borrowed, at random.
+                    let held = r.bool();
                     match v.len() {
-                        8 => KernelArg::from(w8[next(&mut i8_)]),
-                        4 => KernelArg::from(w4[next(&mut i4)]),
-                        2 => KernelArg::from(w2[next(&mut i2)]),
-                        1 => KernelArg::from(w1[next(&mut i1)]),
+                        8 if held => KernelArg::from(w8[next(&mut i8_)]),
+                        8 => KernelArg::new(&w8[next(&mut i8_)]),
+                        4 if held => KernelArg::from(w4[next(&mut i4)]),
+                        4 => KernelArg::new(&w4[next(&mut i4)]),
+                        2 if held => KernelArg::from(w2[next(&mut i2)]),
+                        2 => KernelArg::new(&w2[next(&mut i2)]),
+                        1 if held => KernelArg::from(w1[next(&mut i1)]),
+                        1 => KernelArg::new(&w1[next(&mut i1)]),
                         16 => KernelArg::new(&w16[next(&mut i16_)]),
                         _ => KernelArg::new(&w12[next(&mut i12)]),
                     }
@@ -2617,7 +2667,7 @@ mod tests {
     fn packing_declines_what_it_cannot_pack() {
         use super::{KernelArg, ParamInfo};
         let p = |offset, size| ParamInfo { offset, size };
-        // No parameters, a count or size mismatch, a buffer over 256 bytes, an overflowing end.
+        // No parameters, a count or size mismatch, a buffer over 256 bytes, an overflowing end;
         assert!(packed_bytes(&[], &[]).is_none());
         assert!(packed_bytes(&[p(0, 4)], &[]).is_none());
         assert!(packed_bytes(&[p(0, 4)], &[KernelArg::from(1u64)]).is_none());
@@ -2628,6 +2678,15 @@ mod tests {
         )
         .is_none());
         assert!(packed_bytes(&[p(usize::MAX, 4)], &[KernelArg::from(1u32)]).is_none());
+        // Parameters out of order, or overlapping the one before (a whole-word write of the
+        // first would land on the second's bytes after they were written).
+        let two = [KernelArg::from(1u32), KernelArg::from(2u32)];
+        assert!(packed_bytes(&[p(8, 4), p(0, 4)], &two).is_none());
+        assert!(packed_bytes(&[p(0, 4), p(2, 4)], &two).is_none());
+        assert_eq!(
+            packed_bytes(&[p(0, 4), p(4, 4)], &two),
+            Some([1u32.to_le_bytes(), 2u32.to_le_bytes()].concat())
+        );
         // Exactly 256 bytes still packs.
         assert_eq!(
             packed_bytes(&[p(0, 256)], &[KernelArg::new(&big)]),

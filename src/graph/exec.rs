@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::keep::{self, Accumulator, ExecRefs, KeyedBundle};
 use super::nodes::{
-    check_kernel_node, host_params, kernel_params, memcpy_3d_params, memcpy_params, memset_params,
+    alloc_key, check_kernel_node, function_key, host_params, kernel_params, memcpy_3d_params,
+    memcpy_params, memset_params,
 };
 use super::{raw_node_type, Graph, GraphNode, GraphNodeType, GraphShared, MemsetValue};
 use crate::context::{self, Active};
@@ -174,6 +175,12 @@ impl Drop for GraphExec {
 
 /// The tokens of per-node updates in an executable's `kept` (a function of the field alone, so
 /// that other fields stay borrowable beside it).
+/// The call a kernel-node update of an executable names in its errors.
+const KERNEL_NODE_UPDATE: &str = "cudaGraphExecKernelNodeSetParams";
+
+/// What a node update that finds its node destroyed under the lock names as the call.
+const CALL_NODE_UPDATE: &str = "an executable graph's node update";
+
 pub(crate) fn acc_of(kept: &mut Option<ExecRefs>) -> &mut keep::Kept {
     &mut kept.as_mut().expect("taken only by drop").acc
 }
@@ -536,46 +543,121 @@ impl GraphExec {
         config: &LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        const CALL: &str = "cudaGraphExecKernelNodeSetParams";
         record((|| {
-            let raw = self.own_node(node, CALL)?;
-            // Graph memory: the node's ordering against the allocation and its free cannot be
-            // checked here.
-            if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
-                return Err(super::graph_mem_outside(m, CALL));
+            let raw = self.own_node(node, KERNEL_NODE_UPDATE)?;
+            match self.update_known_kernel(node, raw, function, config, args) {
+                Some(r) => r,
+                // SAFETY: the caller's promise.
+                None => unsafe { self.update_kernel(node, raw, function, config, args) },
             }
-            let operands =
-                check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
-            // The arguments as one buffer where they fit (the driver's update is then 3-5%
-            // faster: see `PackedArgs`), else as a pointer per argument. (The same values at the
-            // same offsets: the driver copies either into the node's parameters alike.)
-            let mut packed = crate::module::PackedArgs::new();
-            let mut arg_ptrs;
-            let params = match packed.fill(function.params(), args) {
-                Some(extra) => {
-                    let mut p = kernel_params(function, config, &mut []);
-                    p.extra = extra;
-                    p
-                }
-                None => {
-                    arg_ptrs = crate::module::ArgPtrs::new();
-                    kernel_params(function, config, arg_ptrs.fill(args))
-                }
-            };
-            self.update_node_with(
-                node,
-                |k| operands.keep_into(k),
-                |a, e| {
-                    // SAFETY: live executable and node of its source graph (kept by `source`);
-                    // arguments checked as for a node add, the memory kept by the accumulator; the
-                    // caller vouches for the rest.
-                    a.check(
-                        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, raw, &params) },
-                        "cuGraphExecKernelNodeSetParams",
-                    )
-                },
-            )
         })())
+    }
+
+    /// [`set_kernel_node_params`](Self::set_kernel_node_params) with every check, for an
+    /// owned node. (Out of line: the common case, [`update_known_kernel`](Self::update_known_kernel),
+    /// stays short.)
+    ///
+    /// # Safety
+    /// As [`Graph::add_kernel_node`].
+    #[inline(never)]
+    unsafe fn update_kernel(
+        &mut self,
+        node: GraphNode,
+        raw: sys::CUgraphNode,
+        function: &Function,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        const CALL: &str = KERNEL_NODE_UPDATE;
+        // Graph memory: the node's ordering against the allocation and its free cannot be
+        // checked here.
+        if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+            return Err(super::graph_mem_outside(m, CALL));
+        }
+        let operands =
+            check_kernel_node(self.device, self.generation, function, config, args, CALL)?;
+        // The arguments as one buffer where they fit (the driver's update is then 3-5%
+        // faster: see `PackedArgs`), else as a pointer per argument. (The same values at the
+        // same offsets: the driver copies either into the node's parameters alike.)
+        let mut packed = crate::module::PackedArgs::new();
+        let mut arg_ptrs;
+        let params = match packed.fill(function.params(), args) {
+            Some(extra) => {
+                let mut p = kernel_params(function, config, &mut []);
+                p.extra = extra;
+                p
+            }
+            None => {
+                arg_ptrs = crate::module::ArgPtrs::new();
+                kernel_params(function, config, arg_ptrs.fill(args))
+            }
+        };
+        self.update_node_with(
+            node,
+            |k| operands.keep_into(k),
+            |a, e| {
+                // SAFETY: live executable and node of its source graph (kept by `source`);
+                // arguments checked as for a node add, the memory kept by the accumulator; the
+                // caller vouches for the rest.
+                a.check(
+                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(e, raw, &params) },
+                    "cuGraphExecKernelNodeSetParams",
+                )
+            },
+        )
+    }
+
+    /// [`set_kernel_node_params`](Self::set_kernel_node_params) when its function and every
+    /// allocation its arguments name were checked and kept by a recent update of this
+    /// executable (a sweep of parameters: the common case), in one pass over the arguments;
+    /// `None`, having done nothing, in every other case (the full path then decides, with every
+    /// check). What it skips holds still (see [`keep::Kept::checked`]), and there is nothing
+    /// new to keep. A refusal of the configuration, the source graph's lock and the node's
+    /// liveness are as on the full path.
+    #[inline(always)]
+    fn update_known_kernel(
+        &mut self,
+        node: GraphNode,
+        raw: sys::CUgraphNode,
+        function: &Function,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Option<Result<()>> {
+        // (Inside a host function the full path refuses the call.)
+        if context::in_host_fn() {
+            return None;
+        }
+        let kept = acc_of(&mut self.kept);
+        if !kept.checked(function_key(function)) {
+            return None;
+        }
+        let mut packed = crate::module::PackedArgs::new();
+        let extra = packed.fill_if(function.params(), args, |a| {
+            a.graph_mem.is_none()
+                && a.also.is_none()
+                && a.used.is_none_or(|u| kept.checked(alloc_key(u.alloc)))
+        })?;
+        // (An error here is the full path's too: it enters the same way.)
+        let a = context::enter_handle(self.device, self.generation, "executable graph").ok()?;
+        let limits = a.dev.launch_limits().ok()?;
+        if let Err(e) = crate::launch::validate(config, limits) {
+            return Some(Err(e));
+        }
+        let mut params = kernel_params(function, config, &mut []);
+        params.extra = extra;
+        let _l = self.source.objects.lock();
+        // Not destroyed meanwhile by the graph's owner on another thread.
+        if let Err(e) = super::more::still_live(&self.source, node, CALL_NODE_UPDATE) {
+            return Some(Err(e));
+        }
+        // SAFETY: live executable and node of its source graph (kept by `source`); the function
+        // and memory checked for this context and kept by the accumulator (above), the
+        // arguments' count and sizes the parameters' (`fill_if`), the configuration within the
+        // device's limits; the caller vouches for the rest.
+        Some(a.check(
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw.0, raw, &params) },
+            "cuGraphExecKernelNodeSetParams",
+        ))
     }
 
     /// Keeps `bundle` for the executable (before the node can use it), then runs the update
@@ -600,7 +682,7 @@ impl GraphExec {
         let a = context::enter_handle(self.device, self.generation, "executable graph")?;
         let _l = self.source.objects.lock();
         // Not destroyed meanwhile by the graph's owner on another thread.
-        super::more::still_live(&self.source, node, "an executable graph's node update")?;
+        super::more::still_live(&self.source, node, CALL_NODE_UPDATE)?;
         keep(acc_of(&mut self.kept));
         f(&a, self.raw.0)
     }

@@ -48,7 +48,9 @@ pub(crate) struct Kept {
     /// The last keys [`keep_with`](Self::keep_with) looked up, each in `keys` (slots never
     /// written hold tag 0, no key's tag; keys are never removed): an update that names what
     /// the last ones named (a sweep of scalars, the same function and buffers) finds them here
-    /// with a few compares instead of hashing each (about 70 instructions a key before).
+    /// with a few compares instead of hashing each (about 70 instructions a key before). Only
+    /// kernel-node updates call `keep_with`, after their checks, so these keys are also the
+    /// [checked](Self::checked) ones.
     recent: [(u8, usize); RECENT],
     /// The slot of `recent` the next key looked up goes to (round robin).
     next: usize,
@@ -109,7 +111,19 @@ impl Kept {
         }
     }
 
+    /// Whether `key` names a function or allocation that a kernel-node update of this
+    /// executable checked (`graph::nodes::check_kernel_node`) and kept, among the last few.
+    /// Those checks then hold still: what they test (the context, the kind of memory, that a
+    /// stream-ordered allocation was made) never changes for a live object, and the kept token
+    /// holds the object, so the key names no other meanwhile. (`GraphExec`'s fast update.)
+    #[inline]
+    pub(crate) fn checked(&self, key: (u8, usize)) -> bool {
+        self.recent.contains(&key)
+    }
+
     /// Keeps the token `make` gives, unless `key` is kept already (then `make` is not called).
+    /// Only for what a kernel-node update checked for this executable's context: `key`
+    /// becomes a [checked](Self::checked) one.
     #[inline]
     pub(crate) fn keep_with(&mut self, key: Key, make: impl FnOnce() -> Token) {
         if let Some(k) = key {

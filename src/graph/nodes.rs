@@ -88,14 +88,27 @@ pub(crate) fn check_kernel_node<'f, 'a, 'b>(
     Ok(KernelOperands { function, args })
 }
 
-impl KernelOperands<'_, '_, '_> {
-    fn function_key(&self) -> keep::Key {
-        Some((keep::KEY_FUNCTION, self.function.as_raw() as usize))
-    }
+/// The key of a function's token: its driver handle (the token holds the function, and so its
+/// module: while it is kept, the handle names no other function).
+#[inline]
+pub(crate) fn function_key(function: &Function) -> (u8, usize) {
+    (keep::KEY_FUNCTION, function.as_raw() as usize)
+}
 
+/// The key of an allocation's token: the address of its keep-alive object (made here if it was
+/// not yet).
+#[inline]
+pub(crate) fn alloc_key(alloc: &crate::memory::Alloc) -> (u8, usize) {
+    (keep::KEY_ALLOC, Arc::as_ptr(alloc.keep_ref()) as usize)
+}
+
+impl KernelOperands<'_, '_, '_> {
     /// Tokens for all of it, with their keys.
     pub(crate) fn bundle(self) -> KeyedBundle {
-        let mut bundle: KeyedBundle = vec![(self.function_key(), Box::new(self.function.clone()))];
+        let mut bundle: KeyedBundle = vec![(
+            Some(function_key(self.function)),
+            Box::new(self.function.clone()),
+        )];
         for u in self.args.iter().filter_map(|a| a.used) {
             bundle.push(keyed(u.alloc.keep_token()));
         }
@@ -103,10 +116,13 @@ impl KernelOperands<'_, '_, '_> {
     }
 
     /// Keeps in `kept` what it does not keep yet; nothing is cloned for what it keeps already
-    /// (a per-node update that changes only scalars clones nothing).
+    /// (a per-node update that changes only scalars clones nothing). `kept` is of the context
+    /// these operands were checked for: their keys become [checked](keep::Kept::checked) ones.
     #[inline]
     pub(crate) fn keep_into(self, kept: &mut keep::Kept) {
-        kept.keep_with(self.function_key(), || Box::new(self.function.clone()));
+        kept.keep_with(Some(function_key(self.function)), || {
+            Box::new(self.function.clone())
+        });
         for u in self.args.iter().filter_map(|a| a.used) {
             let k = u.alloc.keep_ref();
             kept.keep_with(Some((keep::KEY_ALLOC, Arc::as_ptr(k) as usize)), || {

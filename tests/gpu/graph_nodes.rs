@@ -11,8 +11,8 @@ use cuda_runtime::graph::{
 };
 use cuda_runtime::{
     copy_3d, kernel_args, kernels, Array, ArrayFlags, Copy3D, Device, DeviceBuffer, Error, Extent,
-    Function, HostPitched, HostPitchedMut, KernelArg, LaunchConfig, Module, PitchedBuffer, Pos,
-    Stream,
+    Function, HostAllocFlags, HostPitched, HostPitchedMut, KernelArg, LaunchConfig, Module,
+    PinnedBuffer, PitchedBuffer, Pos, Stream,
 };
 
 // Exclusive tests capture: a `Device::synchronize` of another test meanwhile fails
@@ -31,6 +31,7 @@ crate::tests![
     conditional_bodies_are_refused_alone_and_keep_their_buffers,
     a_copy_cannot_bypass_the_while_body_check,
     kernel_node_updates_pass_every_parameter_size_and_padding,
+    kernel_node_updates_check_in_full_what_no_earlier_update_kept,
     ;
     exclusive:
     while_bodies_of_child_graphs_only_are_refused,
@@ -1044,4 +1045,149 @@ fn kernel_node_updates_pass_every_parameter_size_and_padding() {
         &out_small.to_vec().unwrap(),
         &before,
     );
+}
+
+/// Updates that name the function and memory an earlier update of the executable checked and
+/// kept take a shorter path (those checks still hold); this sweeps through it, checking each
+/// launch against the CPU, and then makes sure that whatever no update kept (or what the short
+/// path does not check again: the configuration, the argument sizes, the calling context) is
+/// still checked in full, with the node keeping its last parameters after each refusal.
+fn kernel_node_updates_check_in_full_what_no_earlier_update_kept() {
+    let mut r = rng();
+    let n = 5000;
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 128).unwrap();
+    let s = Stream::new().unwrap();
+    let ha = random_ints_f32(&mut r, n);
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let mut c0 = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    // SAFETY: vadd stays below the lengths given.
+    let k = unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &a, n, &mut c0, n]) }
+        .unwrap();
+    let mut exec = g.instantiate().unwrap();
+    // c[i] = a[i] + b[i] below `len`, NaN (as filled) after.
+    let expected = |hb: &[f32], len: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| if i < len { ha[i] + hb[i] } else { f32::NAN })
+            .collect()
+    };
+    let same = |what: &str, got: Vec<f32>, want: &[f32]| {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        assert_same(what, &bits(&got), &bits(want));
+    };
+    let mut b = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut want = Vec::new();
+    // The sweep: the first update keeps `b` and `c`, the later ones only change `len`.
+    for round in 0..5 {
+        let hb = random_ints_f32(&mut r, n);
+        b.copy_from_host(&hb).unwrap();
+        c.copy_from_host(&vec![f32::NAN; n]).unwrap();
+        let len = r.usize(n / 2..=n);
+        // SAFETY: vadd stays below the lengths given (`len <= n`).
+        unsafe {
+            exec.set_kernel_node_params(k, &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, len])
+        }
+        .unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        want = expected(&hb, len);
+        same(
+            &format!("sweep round {round}, len {len}"),
+            c.to_vec().unwrap(),
+            &want,
+        );
+    }
+    // Each refusal leaves the node as it was: relaunched, it writes what the last round did.
+    let relaunch_unchanged = |exec: &cuda_runtime::GraphExec, c: &mut DeviceBuffer<f32>, what| {
+        c.copy_from_host(&vec![f32::NAN; n]).unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        same(what, c.to_vec().unwrap(), &want);
+    };
+    // A configuration past the device's limits, with the function and memory known.
+    let wide = LaunchConfig::new(1u32, 4096u32);
+    // SAFETY: refused before the driver sees it (asserted).
+    let e = unsafe {
+        exec.set_kernel_node_params(k, &vadd, &wide, &kernel_args![&a, n, &b, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidConfiguration { value: 4096, .. }),
+        "{e:?}"
+    );
+    relaunch_unchanged(&exec, &mut c, "after a refused configuration");
+    // An argument of the wrong size (u32 for size_t).
+    // SAFETY: refused before the driver sees it (asserted).
+    let e = unsafe {
+        exec.set_kernel_node_params(
+            k,
+            &vadd,
+            &cfg,
+            &kernel_args![&a, n, &b, n, &mut c, n as u32],
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::KernelArguments { .. }), "{e:?}");
+    relaunch_unchanged(&exec, &mut c, "after a refused argument size");
+    // Memory no update kept, of a kind graphs refuse: mapped page-locked memory.
+    let pinned = PinnedBuffer::<f32>::with_flags(n, HostAllocFlags::MAPPED).unwrap();
+    // SAFETY: refused before the driver sees it (asserted).
+    let e = unsafe {
+        exec.set_kernel_node_params(k, &vadd, &cfg, &kernel_args![&a, n, &pinned, n, &mut c, n])
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidValue { .. }), "{e:?}");
+    relaunch_unchanged(&exec, &mut c, "after refused host memory");
+    // From inside a host function (everything moved in, and sent back).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let moved = (exec, vadd, a, b, c);
+    s.launch_host_fn(move || {
+        let (mut exec, vadd, a, b, mut c) = moved;
+        // SAFETY: refused before the driver sees it (asserted below).
+        let e = unsafe {
+            exec.set_kernel_node_params(k, &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n])
+        };
+        let _ = tx.send((e, (exec, vadd, a, b, c)));
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    let (e, (mut exec, vadd, a, b, mut c)) = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the host function ran");
+    assert!(matches!(e, Err(Error::InHostFunction { .. })), "{e:?}");
+    relaunch_unchanged(&exec, &mut c, "after a refusal inside a host function");
+    // New memory (checked in full, then kept) and a second function of another module load
+    // (the same kernel): accepted, and then swept on the short path.
+    let m2 = vadd_module();
+    let vadd2 = m2.function("vadd").unwrap();
+    let mut c2 = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let hb = b.to_vec().unwrap();
+    let mut len = n;
+    for (round, f) in [&vadd2, &vadd2, &vadd, &vadd2].into_iter().enumerate() {
+        c2.copy_from_host(&vec![f32::NAN; n]).unwrap();
+        len = r.usize(1..=n);
+        // SAFETY: vadd stays below the lengths given.
+        unsafe {
+            exec.set_kernel_node_params(k, f, &cfg, &kernel_args![&a, n, &b, n, &mut c2, len])
+        }
+        .unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        same(
+            &format!("new output, round {round}, len {len}"),
+            c2.to_vec().unwrap(),
+            &expected(&hb, len),
+        );
+    }
+    // The executable keeps what it was updated with: the input dropped, its launch still reads
+    // it (the memory is freed only after the executable).
+    drop((b, m2, vadd2));
+    c2.copy_from_host(&vec![f32::NAN; n]).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    same("input dropped", c2.to_vec().unwrap(), &expected(&hb, len));
+    drop((exec, g, c, c0, a, vadd, m));
 }
