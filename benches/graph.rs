@@ -19,7 +19,10 @@
 //!   integer argument alternating). The driver side passes a pointer per argument
 //!   (`kernelParams`), as libcudart does; the crate passes them packed into one buffer
 //!   (`extra`), which the driver handles in 0.95-0.97x the time
-//!   (`probes/node_update_paths.cu`): part of the crate's figure is that saving;
+//!   (`probes/node_update_paths.cu`): part of the crate's figure is that saving. After the
+//!   first, the crate's updates take its short path (the same function and buffer as the
+//!   last update: their checks hold still, nothing new to keep), as any sweep of parameters
+//!   does;
 //! - the same 100 kernels as one graph launch against 100 stream launches: host submit time
 //!   and device time (events recorded around them on the same stream);
 //! - the keep-alive bookkeeping: the crate's `GraphExec::launch` against `cuGraphLaunch` of the

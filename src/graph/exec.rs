@@ -529,6 +529,12 @@ impl GraphExec {
     /// to is kept alive by the executable (until a whole update replaces it, or the executable
     /// and its launches are gone), what the old ones referred to by the graph.
     ///
+    /// A sweep of parameters is cheap: an update whose function and memory are those a recent
+    /// update of this executable named (at most four of them in all) does not check them
+    /// again (nothing those checks test can have changed meanwhile) and keeps nothing new; its
+    /// arguments' sizes and its configuration are still checked, and it passes the arguments
+    /// to the driver as one buffer.
+    ///
     /// # Errors
     /// As [`Graph::add_kernel_node`]; the driver's error when `node` is not a kernel node or
     /// the change is not allowed.
