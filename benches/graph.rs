@@ -22,7 +22,8 @@
 //!   (`probes/node_update_paths.cu`): part of the crate's figure is that saving. After the
 //!   first, the crate's updates take its short path (the same function and buffer as the
 //!   last update: their checks hold still, nothing new to keep), as any sweep of parameters
-//!   does;
+//!   does. A last line times it against the driver given the arguments packed the same
+//!   way (`extra`): the crate's own cost, with no target;
 //! - the same 100 kernels as one graph launch against 100 stream launches: host submit time
 //!   and device time (events recorded around them on the same stream);
 //! - the keep-alive bookkeeping: the crate's `GraphExec::launch` against `cuGraphLaunch` of the
@@ -331,6 +332,66 @@ impl DriverSide {
             start,
             end,
         }
+    }
+}
+
+impl DriverSide {
+    /// [`Side::update_node`] with the arguments packed into one buffer (`extra`,
+    /// `CU_LAUNCH_PARAM_BUFFER_POINTER`) at the offsets `cuFuncGetParamInfo` gave, as the
+    /// crate passes them: the driver's own cost of the crate's call.
+    fn update_node_packed(&mut self, offsets: &[usize; 5]) {
+        self.turn ^= 1;
+        let a = node_arg(MIDDLE, self.turn);
+        let mut buf = [0u64; 4];
+        let mut size = 32usize;
+        let bytes: [&[u8]; 5] = [
+            &self.out.to_ne_bytes(),
+            &1usize.to_ne_bytes(),
+            &a.to_ne_bytes(),
+            &2.0f32.to_ne_bytes(),
+            &3.0f64.to_ne_bytes(),
+        ];
+        {
+            let b: &mut [u8; 32] = bytemuck::cast_mut(&mut buf);
+            for (v, &o) in bytes.iter().zip(offsets) {
+                b[o..o + v.len()].copy_from_slice(v);
+            }
+        }
+        let mut extra = [
+            sys::CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as usize as *mut c_void,
+            buf.as_mut_ptr().cast(),
+            sys::CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as usize as *mut c_void,
+            (&mut size as *mut usize).cast(),
+            sys::CU_LAUNCH_PARAM_END_AS_INT as usize as *mut c_void,
+        ];
+        let mut p = driver_params(self.function, &mut [std::ptr::null_mut(); 5]);
+        p.kernelParams = std::ptr::null_mut();
+        p.extra = extra.as_mut_ptr();
+        // SAFETY: a kernel node of the executable's source graph; the buffer holds the
+        // parameters at the driver's offsets (read at setup) and lives for the call.
+        ck(
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec, self.nodes[MIDDLE], &p) },
+            "cuGraphExecKernelNodeSetParams (extra)",
+        );
+    }
+
+    /// The offsets of `four_args`'s five parameters (`cuFuncGetParamInfo`), checked to fit the
+    /// 32-byte buffer of [`update_node_packed`](Self::update_node_packed).
+    fn param_offsets(&self) -> [usize; 5] {
+        let sizes = [8, 8, 4, 4, 8];
+        let mut offsets = [0usize; 5];
+        for (i, o) in offsets.iter_mut().enumerate() {
+            let mut size = 0usize;
+            // SAFETY: a live function and valid out-parameters.
+            ck(
+                unsafe { sys::cuFuncGetParamInfo(self.function, i, o, &mut size) },
+                "cuFuncGetParamInfo",
+            );
+            if size != sizes[i] || *o + size > 32 {
+                die(&format!("four_args parameter {i}: offset {o}, size {size}"));
+            }
+        }
+        offsets
     }
 }
 
@@ -950,4 +1011,41 @@ fn main() {
         ratio(a, b)
     );
     println!("target: keep-alive <= 1.05x");
+
+    // The node update against the driver given the arguments as the crate gives them (one
+    // packed buffer, not a pointer per argument): what the crate's own work costs.
+    let offsets = raw.param_offsets();
+    let n = Figure::UpdateNode.batch();
+    let (mut v_crate, mut v_raw) = (Vec::new(), Vec::new());
+    for rep in 0..=REPS {
+        let packed = |raw: &mut DriverSide| {
+            raw.sync();
+            let t = Instant::now();
+            for _ in 0..n {
+                raw.update_node_packed(&offsets);
+            }
+            t.elapsed()
+        };
+        let (d, dr) = if rep % 2 == 0 {
+            let d = batch(&mut ours, Figure::UpdateNode, n);
+            (d, packed(&mut raw))
+        } else {
+            let dr = packed(&mut raw);
+            (batch(&mut ours, Figure::UpdateNode, n), dr)
+        };
+        if rep > 0 {
+            v_crate.push(d.as_secs_f64() * 1e6 / n as f64);
+            v_raw.push(dr.as_secs_f64() * 1e6 / n as f64);
+        }
+    }
+    let (a, b) = (median(v_crate), median(v_raw));
+    println!(
+        "{:<44} {:>12} {:>12} {:>12} {:>10}",
+        "node update: crate vs driver given 1 buffer",
+        show(a),
+        show(b),
+        "-",
+        ratio(a, b)
+    );
+    println!("(no target: the crate's own cost on the driver's faster path)");
 }
