@@ -1334,6 +1334,8 @@ pub struct Function {
     generation: u64,
     name: Arc<str>,
     params: Arc<[ParamInfo]>,
+    /// The size of the parameter buffer when `params` pack into one ([`Packing::of`]), else 0.
+    packed_size: usize,
     /// What the function lives in (a user module or library), kept loaded.
     _module: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -1691,8 +1693,20 @@ impl Function {
             device: a.dev.ordinal,
             generation: a.generation(),
             name: name.into(),
+            packed_size: Packing::of(&params).map_or(0, |p| p.size),
             params: params.into(),
             _module: module,
+        })
+    }
+
+    /// The parameter list as [`PackedArgs`] packs it, checked once when the function was made;
+    /// `None` when it does not pack (see [`Packing::of`]).
+    #[inline]
+    pub(crate) fn packing(&self) -> Option<Packing<'_>> {
+        // (Checked by `Packing::of` in `new`; neither field changes after.)
+        (self.packed_size != 0).then_some(Packing {
+            params: &self.params,
+            size: self.packed_size,
         })
     }
 
@@ -2459,6 +2473,32 @@ pub(crate) struct PackedArgs {
 /// `kernelParams`).
 const PACKED_WORDS: usize = 32;
 
+/// A parameter list that packs into one buffer of [`PackedArgs`]: not empty, each parameter
+/// starting at or after the end of the one before, the last ending within [`PACKED_WORDS`]
+/// words. Made only by [`Packing::of`], which checks that (and by [`Function::packing`], from
+/// its result).
+#[derive(Clone, Copy)]
+pub(crate) struct Packing<'a> {
+    params: &'a [ParamInfo],
+    /// The end of the last parameter: the buffer's size.
+    size: usize,
+}
+
+impl<'a> Packing<'a> {
+    /// `params` as a packing, or `None` when they do not pack (none, out of order, overlapping,
+    /// or past [`PACKED_WORDS`] words: those go through `kernelParams`).
+    pub(crate) fn of(params: &'a [ParamInfo]) -> Option<Packing<'a>> {
+        let mut end = 0usize;
+        for p in params {
+            if p.offset < end {
+                return None;
+            }
+            end = p.offset.checked_add(p.size)?;
+        }
+        (!params.is_empty() && end <= PACKED_WORDS * 8).then_some(Packing { params, size: end })
+    }
+}
+
 impl PackedArgs {
     #[inline(always)]
     pub(crate) fn new() -> PackedArgs {
@@ -2469,17 +2509,16 @@ impl PackedArgs {
         }
     }
 
-    /// Packs `args` and returns the `extra` list naming the buffer; `None` when there is
-    /// nothing to pack, the buffer would exceed [`PACKED_WORDS`] words, or `args` do not match
-    /// `params` (count or a size: [`check_args`] then says which). So `Some` also means
-    /// `check_args` would pass.
+    /// Packs `args` and returns the `extra` list naming the buffer; `None` when `args` do not
+    /// match the parameters (count or a size: [`check_args`] then says which). So `Some` also
+    /// means `check_args` would pass.
     #[inline(always)]
     pub(crate) fn fill(
         &mut self,
-        params: &[ParamInfo],
+        packing: Packing<'_>,
         args: &[KernelArg<'_>],
     ) -> Option<*mut *mut c_void> {
-        self.fill_if(params, args, |_| true)
+        self.fill_if(packing, args, |_| true)
     }
 
     /// As [`fill`](Self::fill), and `None` also when `admit` refuses an argument (asked of each
@@ -2487,13 +2526,12 @@ impl PackedArgs {
     #[inline(always)]
     pub(crate) fn fill_if(
         &mut self,
-        params: &[ParamInfo],
+        packing: Packing<'_>,
         args: &[KernelArg<'_>],
         mut admit: impl FnMut(&KernelArg<'_>) -> bool,
     ) -> Option<*mut *mut c_void> {
-        let last = params.last()?;
-        let size = last.offset.checked_add(last.size)?;
-        if size > PACKED_WORDS * 8 || args.len() != params.len() {
+        let Packing { params, size } = packing;
+        if args.len() != params.len() {
             return None;
         }
         let words = self.buf.as_mut_ptr().cast::<u64>();
@@ -2502,7 +2540,8 @@ impl PackedArgs {
         // or a loop, became a `memset` call, a few ns on every update.)
         const _: () = assert!(PACKED_WORDS == 32);
         // SAFETY: block `i` is words `8 i .. 8 i + 8`, written only when `size > 64 i`, so for
-        // `i < 4` only: within the buffer's `PACKED_WORDS` = 32 words (`size <= 256` above).
+        // `i < 4` only: within the buffer's `PACKED_WORDS` = 32 words (`size <= 256`:
+        // `Packing`).
         unsafe {
             let block = |i: usize| words.add(8 * i).cast::<[u64; 8]>().write([0; 8]);
             block(0);
@@ -2517,33 +2556,24 @@ impl PackedArgs {
             }
         }
         let base = words.cast::<u8>();
-        // The end of the parameter before: each starts at or after it.
-        let mut end_before = 0;
         for (a, p) in args.iter().zip(params) {
-            let end = p.offset.wrapping_add(p.size);
-            if a.size != p.size
-                || p.offset < end_before
-                || end < p.offset
-                || end > size
-                || !admit(a)
-            {
+            if a.size != p.size || !admit(a) {
                 return None;
             }
-            end_before = end;
             let dst = base.wrapping_add(p.offset);
             if a.borrowed.is_null() {
                 // A value held in the argument (at most 8 bytes, zero after them): written as
                 // the whole word. The bytes past the value are zero, and land in padding or in
                 // the parameters after this one, which are written later (they start at or
-                // after its end, checked above). No pointer to follow, no branch on the size.
-                // SAFETY: `p.offset <= p.offset + p.size <= size <= PACKED_WORDS * 8` (checked
-                // above), so the 8 bytes at `dst` are within the buffer's `PACKED_WORDS + 1`
-                // words.
+                // after its end: `Packing`). No pointer to follow, no branch on the size.
+                // SAFETY: `p.offset <= p.offset + p.size <= size <= PACKED_WORDS * 8`
+                // (`Packing`), so the 8 bytes at `dst` are within the buffer's
+                // `PACKED_WORDS + 1` words.
                 unsafe { dst.cast::<u64>().write_unaligned(a.inline) };
                 continue;
             }
             let src = a.borrowed.cast::<u8>();
-            // SAFETY: `p.offset + p.size <= size <= the buffer's size` (checked above), so
+            // SAFETY: `p.offset + p.size <= size <= the buffer's size` (`Packing`), so
             // `dst` and the `p.size` bytes after it are in the buffer; `src` is the argument's
             // borrowed value of `a.size == p.size` bytes; the two do not overlap (the buffer is
             // this struct's own). Unaligned accesses: neither side is aligned for the value's
@@ -2582,7 +2612,7 @@ mod tests {
     /// The bytes `PackedArgs::fill` hands the driver, through its `extra` list.
     fn packed_bytes(params: &[super::ParamInfo], args: &[super::KernelArg<'_>]) -> Option<Vec<u8>> {
         let mut p = super::PackedArgs::new();
-        let extra = p.fill(params, args)?;
+        let extra = p.fill(super::Packing::of(params)?, args)?;
         // SAFETY: `fill` returned a 5-entry list naming its buffer and the buffer's size, both
         // in `p`, which lives until the end of this function.
         unsafe {

@@ -587,7 +587,7 @@ impl GraphExec {
         // same offsets: the driver copies either into the node's parameters alike.)
         let mut packed = crate::module::PackedArgs::new();
         let mut arg_ptrs;
-        let params = match packed.fill(function.params(), args) {
+        let params = match function.packing().and_then(|p| packed.fill(p, args)) {
             Some(extra) => {
                 let mut p = kernel_params(function, config, &mut []);
                 p.extra = extra;
@@ -638,10 +638,11 @@ impl GraphExec {
             return None;
         }
         let mut packed = crate::module::PackedArgs::new();
-        let extra = packed.fill_if(function.params(), args, |a| {
+        let extra = packed.fill_if(function.packing()?, args, |a| {
             a.graph_mem.is_none()
                 && a.also.is_none()
-                && a.used.is_none_or(|u| kept.checked(alloc_key(u.alloc)))
+                && a.used
+                    .is_none_or(|u| alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
         })?;
         // (An error here is the full path's too: it enters the same way.)
         let a = context::enter_handle(self.device, self.generation, "executable graph").ok()?;

@@ -95,11 +95,13 @@ pub(crate) fn function_key(function: &Function) -> (u8, usize) {
     (keep::KEY_FUNCTION, function.as_raw() as usize)
 }
 
-/// The key of an allocation's token: the address of its keep-alive object (made here if it was
-/// not yet).
+/// The key of an allocation's token, if it has one: the address of its keep-alive object
+/// (memory without one was never kept, so has no key to find).
 #[inline]
-pub(crate) fn alloc_key(alloc: &crate::memory::Alloc) -> (u8, usize) {
-    (keep::KEY_ALLOC, Arc::as_ptr(alloc.keep_ref()) as usize)
+pub(crate) fn alloc_key(alloc: &crate::memory::Alloc) -> Option<(u8, usize)> {
+    alloc
+        .keep_if_made()
+        .map(|k| (keep::KEY_ALLOC, Arc::as_ptr(k) as usize))
 }
 
 impl KernelOperands<'_, '_, '_> {

@@ -193,6 +193,13 @@ impl Alloc {
         })
     }
 
+    /// The allocation's keep-alive object if [`keep_ref`](Self::keep_ref) made it (memory a
+    /// graph never referred to has none, and makes none here).
+    #[inline]
+    pub(crate) fn keep_if_made(&self) -> Option<&Arc<AllocKeep>> {
+        self.rare.get().and_then(|r| r.keep.get())
+    }
+
     /// The rarely needed parts, made on first use.
     fn rare(&self) -> &Rare {
         self.rare.get_or_init(Box::default)
