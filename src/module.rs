@@ -1371,7 +1371,8 @@ impl std::fmt::Debug for Function {
 /// caller's business.
 #[derive(Clone, Copy)]
 pub struct KernelArg<'a> {
-    /// The value of a pointer or a scalar of at most 8 bytes, in its first bytes.
+    /// The value of a pointer or a scalar of at most 8 bytes, in its first bytes; the bytes
+    /// after it are zero (`PackedArgs` writes the whole word).
     inline: u64,
     /// A borrowed value, or null for `inline`.
     borrowed: *const c_void,

@@ -173,14 +173,14 @@ impl Drop for GraphExec {
     }
 }
 
-/// The tokens of per-node updates in an executable's `kept` (a function of the field alone, so
-/// that other fields stay borrowable beside it).
 /// The call a kernel-node update of an executable names in its errors.
 const KERNEL_NODE_UPDATE: &str = "cudaGraphExecKernelNodeSetParams";
 
 /// What a node update that finds its node destroyed under the lock names as the call.
 const CALL_NODE_UPDATE: &str = "an executable graph's node update";
 
+/// The tokens of per-node updates in an executable's `kept` (a function of the field alone, so
+/// that other fields stay borrowable beside it).
 pub(crate) fn acc_of(kept: &mut Option<ExecRefs>) -> &mut keep::Kept {
     &mut kept.as_mut().expect("taken only by drop").acc
 }
@@ -560,8 +560,8 @@ impl GraphExec {
     }
 
     /// [`set_kernel_node_params`](Self::set_kernel_node_params) with every check, for an
-    /// owned node. (Out of line: the common case, [`update_known_kernel`](Self::update_known_kernel),
-    /// stays short.)
+    /// owned node. (Out of line, so that the common case,
+    /// [`update_known_kernel`](Self::update_known_kernel), stays short.)
     ///
     /// # Safety
     /// As [`Graph::add_kernel_node`].
