@@ -51,6 +51,9 @@ use cudarc::driver::sys;
 
 /// Nodes in the timed graph.
 const NODES: usize = 100;
+/// Interleaved batches per figure in the summary table and the lines after it (after one to
+/// warm up).
+const REPS: usize = 31;
 /// The node whose parameters the node-update figure changes.
 const MIDDLE: usize = NODES / 2;
 
@@ -919,7 +922,6 @@ fn main() {
         g.finish();
     }
 
-    const REPS: usize = 31;
     println!(
         "\nThe graph: a chain of {NODES} nodes of the `four_args` kernel (1 thread each). \
          Medians of {REPS} interleaved batches, microseconds per operation."
@@ -977,41 +979,24 @@ fn main() {
     let exec = ours.exec.as_raw();
     let stream = ours.stream.as_raw();
     let n = 200u64;
-    let (mut v_crate, mut v_raw) = (Vec::new(), Vec::new());
-    for rep in 0..=REPS {
-        let raw_launches = |ours: &mut CrateSide| {
+    pair_line(
+        "keep-alive: crate launch vs raw, same exec",
+        n,
+        |crate_side| {
+            if crate_side {
+                return batch(&mut ours, Figure::Launch, n);
+            }
             ours.sync();
             let t = Instant::now();
             for _ in 0..n {
-                // SAFETY: the crate's live executable on the crate's live stream; what the
-                // graph uses is kept by the crate for as long as the executable lives.
+                // SAFETY: the crate's live executable on the crate's live stream; what the graph
+                // uses is kept by the crate for as long as the executable lives.
                 ck(unsafe { sys::cuGraphLaunch(exec, stream) }, "cuGraphLaunch");
             }
             let dr = t.elapsed();
             ours.sync();
             dr
-        };
-        // Taking turns going first (`common::turns`).
-        let (d, dr) = if rep % 2 == 0 {
-            let d = batch(&mut ours, Figure::Launch, n);
-            (d, raw_launches(&mut ours))
-        } else {
-            let dr = raw_launches(&mut ours);
-            (batch(&mut ours, Figure::Launch, n), dr)
-        };
-        if rep > 0 {
-            v_crate.push(d.as_secs_f64() * 1e6 / n as f64);
-            v_raw.push(dr.as_secs_f64() * 1e6 / n as f64);
-        }
-    }
-    let (a, b) = (median(v_crate), median(v_raw));
-    println!(
-        "{:<44} {:>12} {:>12} {:>12} {:>10}",
-        "keep-alive: crate launch vs raw, same exec",
-        show(a),
-        show(b),
-        "-",
-        ratio(a, b)
+        },
     );
     println!("target: keep-alive <= 1.05x");
 
@@ -1019,36 +1004,50 @@ fn main() {
     // packed buffer, not a pointer per argument): what the crate's own work costs.
     let offsets = raw.param_offsets();
     let n = Figure::UpdateNode.batch();
-    let (mut v_crate, mut v_raw) = (Vec::new(), Vec::new());
-    for rep in 0..=REPS {
-        let packed = |raw: &mut DriverSide| {
+    pair_line(
+        "node update: crate vs driver given 1 buffer",
+        n,
+        |crate_side| {
+            if crate_side {
+                return batch(&mut ours, Figure::UpdateNode, n);
+            }
             raw.sync();
             let t = Instant::now();
             for _ in 0..n {
                 raw.update_node_packed(&offsets);
             }
             t.elapsed()
-        };
+        },
+    );
+    println!("(no target: the crate's own cost on the driver's faster path)");
+}
+
+/// A line after the table: `time(true)` times a batch of `n` of the crate's operations,
+/// `time(false)` the same number of the other side's, each going first in turn, for [`REPS`]
+/// pairs after one to warm up; prints the medians (µs per operation) and their ratio.
+fn pair_line(label: &str, n: u64, mut time: impl FnMut(bool) -> Duration) {
+    let (mut v_crate, mut v_other) = (Vec::new(), Vec::new());
+    for rep in 0..=REPS {
+        // Taking turns going first (`common::turns`).
         let (d, dr) = if rep % 2 == 0 {
-            let d = batch(&mut ours, Figure::UpdateNode, n);
-            (d, packed(&mut raw))
+            let d = time(true);
+            (d, time(false))
         } else {
-            let dr = packed(&mut raw);
-            (batch(&mut ours, Figure::UpdateNode, n), dr)
+            let dr = time(false);
+            (time(true), dr)
         };
         if rep > 0 {
             v_crate.push(d.as_secs_f64() * 1e6 / n as f64);
-            v_raw.push(dr.as_secs_f64() * 1e6 / n as f64);
+            v_other.push(dr.as_secs_f64() * 1e6 / n as f64);
         }
     }
-    let (a, b) = (median(v_crate), median(v_raw));
+    let (a, b) = (median(v_crate), median(v_other));
     println!(
         "{:<44} {:>12} {:>12} {:>12} {:>10}",
-        "node update: crate vs driver given 1 buffer",
+        label,
         show(a),
         show(b),
         "-",
         ratio(a, b)
     );
-    println!("(no target: the crate's own cost on the driver's faster path)");
 }
