@@ -846,7 +846,19 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
   *size = 8;
   OK;
 }
-CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); OK; }
+// NULLDRV_TOUCH_KB=n (eighteenth session): each kernel-node update also reads n KiB (a line
+// every 64 bytes), as the real driver's call displaces the caller's cache lines; the crate's
+// figure then includes the misses on its own data after a driver call (compare with n = 0).
+static volatile char touch_buf[1 << 20];
+static long touch_bytes = -1;
+static volatile long touch_sink;
+static void touch(void) {
+  if (touch_bytes < 0) { const char *t = getenv("NULLDRV_TOUCH_KB"); long kb = t ? atol(t) : 0; touch_bytes = (kb < 0 ? 0 : kb > 1024 ? 1024 : kb) * 1024; }
+  long s = 0;
+  for (long i = 0; i < touch_bytes; i += 64) s += touch_buf[i];
+  touch_sink = s;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *n, const void *p) { in_ctx("cuGraphExecKernelNodeSetParams"); touch(); OK; }
 CUresult cuGraphExecUpdate_v2(void *e, void *g, void *info) { in_ctx("cuGraphExecUpdate"); if (info) memset(info, 0, 24); OK; }
 CUresult cuGraphExecMemsetNodeSetParams(void *e, void *n, const void *p, void *c) {
   in_ctx("cuGraphExecMemsetNodeSetParams");
