@@ -99,9 +99,14 @@ pub(crate) fn function_key(function: &Function) -> (u8, usize) {
 /// (memory without one was never kept, so has no key to find).
 #[inline]
 pub(crate) fn alloc_key(alloc: &crate::memory::Alloc) -> Option<(u8, usize)> {
-    alloc
-        .keep_if_made()
-        .map(|k| (keep::KEY_ALLOC, Arc::as_ptr(k) as usize))
+    alloc.keep_if_made().map(memory_key)
+}
+
+/// The key of a token holding memory through `k` (an allocation's keep-alive object, or an
+/// array's): the address of what `k` points to.
+#[inline]
+fn memory_key<T>(k: &Arc<T>) -> (u8, usize) {
+    (keep::KEY_ALLOC, Arc::as_ptr(k) as usize)
 }
 
 impl KernelOperands<'_, '_, '_> {
@@ -127,19 +132,14 @@ impl KernelOperands<'_, '_, '_> {
         });
         for u in self.args.iter().filter_map(|a| a.used) {
             let k = u.alloc.keep_ref();
-            kept.keep_with(Some((keep::KEY_ALLOC, Arc::as_ptr(k) as usize)), || {
-                Box::new(k.clone())
-            });
+            kept.keep_with(Some(memory_key(k)), || Box::new(k.clone()));
         }
     }
 }
 
 /// A memory token with its key (the keep-alive object's address).
 pub(crate) fn keyed(t: Arc<crate::memory::AllocKeep>) -> (keep::Key, Token) {
-    (
-        Some((keep::KEY_ALLOC, Arc::as_ptr(&t) as usize)),
-        Box::new(t),
-    )
+    (Some(memory_key(&t)), Box::new(t))
 }
 
 /// Strips the keys of a bundle (a node's own bundle needs none).
@@ -292,7 +292,7 @@ pub(crate) fn memcpy_3d_params<T: DeviceRepr>(
                 // Device and generation checks (the tracker holds no memory of its own).
                 admit_memory(track, device, generation, call)?;
                 if let Some(k) = keep {
-                    let key = Some((keep::KEY_ALLOC, Arc::as_ptr(&k) as usize));
+                    let key = Some(memory_key(&k));
                     bundle.push((key, Box::new(k)));
                 }
                 Ok((sys::CUmemorytype::CU_MEMORYTYPE_ARRAY, 0, raw))
