@@ -768,7 +768,7 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// decides, with the same checks in full). Returns in registers, where the full path's
 /// `Result` goes through memory (measured on the launch path).
 #[inline(always)]
-fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
+pub(crate) fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
     if HAVE_ORPHANS.load(Ordering::Relaxed) || in_host_fn() {
         return None;
     }

@@ -629,10 +629,6 @@ impl GraphExec {
         config: &LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Option<Result<()>> {
-        // (Inside a host function the full path refuses the call.)
-        if context::in_host_fn() {
-            return None;
-        }
         let kept = acc_of(&mut self.kept);
         if !kept.checked(function_key(function)) {
             return None;
@@ -644,11 +640,17 @@ impl GraphExec {
                 && a.used
                     .is_none_or(|u| alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
         })?;
-        // (An error here is the full path's too: it enters the same way.)
-        let a = context::enter_handle(self.device, self.generation, "executable graph").ok()?;
-        let limits = a.dev.launch_limits().ok()?;
-        if let Err(e) = crate::launch::validate(config, limits) {
-            return Some(Err(e));
+        // Only the common case of entering (in a host function, or anything else unusual,
+        // the full path decides).
+        let a = context::enter_fast(self.device, self.generation)?;
+        let kept = acc_of(&mut self.kept);
+        let words = keep::config_words(config);
+        if kept.config != words {
+            let limits = a.dev.launch_limits().ok()?;
+            if let Err(e) = crate::launch::validate(config, limits) {
+                return Some(Err(e));
+            }
+            kept.config = words;
         }
         let mut params = kernel_params(function, config, &mut []);
         params.extra = extra;

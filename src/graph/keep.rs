@@ -54,7 +54,27 @@ pub(crate) struct Kept {
     recent: [(u8, usize); RECENT],
     /// The slot of `recent` the next key looked up goes to (round robin).
     next: usize,
+    /// The last launch configuration a kernel-node update of this executable found within
+    /// the device's limits (which never change), as [`config_words`]; all zero for none (no
+    /// configuration has a zero block).
+    pub(crate) config: [u32; 8],
     tokens: Vec<Token>,
+}
+
+/// A launch configuration as words, for [`Kept::config`]: compared whole (two vector compares),
+/// where comparing `LaunchConfig`s field by field cost more than checking it again.
+#[inline]
+pub(crate) fn config_words(c: &crate::launch::LaunchConfig) -> [u32; 8] {
+    [
+        c.grid.x,
+        c.grid.y,
+        c.grid.z,
+        c.block.x,
+        c.block.y,
+        c.block.z,
+        c.shared_mem_bytes,
+        0,
+    ]
 }
 
 /// How many keys [`Kept`] remembers as recent.
