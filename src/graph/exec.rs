@@ -549,14 +549,18 @@ impl GraphExec {
         config: &LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        record((|| {
-            let raw = self.own_node(node, KERNEL_NODE_UPDATE)?;
-            match self.update_known_kernel(node, raw, function, config, args) {
-                Some(r) => r,
-                // SAFETY: the caller's promise.
-                None => unsafe { self.update_kernel(node, raw, function, config, args) },
-            }
-        })())
+        let raw = match self.own_node(node, KERNEL_NODE_UPDATE) {
+            Ok(raw) => raw,
+            Err(e) => return record(Err(e)),
+        };
+        // (Each outcome returned where it is known: the success of the short path then costs
+        // no move of a whole `Result` through `record`.)
+        match self.update_known_kernel(node, raw, function, config, args) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => record(Err(e)),
+            // SAFETY: the caller's promise.
+            None => record(unsafe { self.update_kernel(node, raw, function, config, args) }),
+        }
     }
 
     /// [`set_kernel_node_params`](Self::set_kernel_node_params) with every check, for an
