@@ -1376,7 +1376,12 @@ pub struct KernelArg<'a> {
     inline: u64,
     /// A borrowed value, or null for `inline`.
     borrowed: *const c_void,
-    size: usize,
+    /// The value's size in bytes (`u32::MAX` for a value of 4 GiB or more, which no
+    /// parameter is).
+    size: u32,
+    /// Which of the fields below are set: a summary of them, tested once where packing
+    /// handles the common kinds of argument.
+    pub(crate) kind: ArgKind,
     pub(crate) used: Option<Use<'a>>,
     /// A second use: what a texture or surface object reads or writes (its array or memory).
     pub(crate) also: Option<Use<'a>>,
@@ -1386,10 +1391,25 @@ pub struct KernelArg<'a> {
     _borrow: PhantomData<&'a ()>,
 }
 
+/// What a [`KernelArg`] holds, in order of how much packing must do for it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[repr(u8)]
+pub(crate) enum ArgKind {
+    /// A value in `inline`, nothing else.
+    Inline,
+    /// A value at `borrowed`, nothing else.
+    Borrowed,
+    /// An address in `inline`, of the memory of `used`; nothing else.
+    Memory,
+    /// An address or handle in `inline`, with `also` or `graph_mem` set (a texture or surface
+    /// object, graph memory).
+    Special,
+}
+
 impl std::fmt::Debug for KernelArg<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelArg")
-            .field("size", &self.size)
+            .field("size", &self.size())
             .field("memory", &self.used.map(|u| (u.alloc.ptr, u.write)))
             .finish()
     }
@@ -1405,7 +1425,8 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             inline: 0,
             borrowed: (value as *const T).cast(),
-            size: std::mem::size_of::<T>(),
+            size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
+            kind: ArgKind::Borrowed,
             used: None,
             also: None,
             graph_mem: None,
@@ -1423,7 +1444,8 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             inline,
             borrowed: std::ptr::null(),
-            size: n,
+            size: n as u32,
+            kind: ArgKind::Inline,
             used: None,
             also: None,
             graph_mem: None,
@@ -1435,7 +1457,8 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             inline: address,
             borrowed: std::ptr::null(),
-            size: std::mem::size_of::<u64>(),
+            size: 8,
+            kind: ArgKind::Memory,
             used: Some(used),
             also: None,
             graph_mem: None,
@@ -1465,7 +1488,8 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             inline: address,
             borrowed: std::ptr::null(),
-            size: std::mem::size_of::<u64>(),
+            size: 8,
+            kind: ArgKind::Special,
             used: None,
             also: None,
             graph_mem: Some(inner),
@@ -1475,7 +1499,7 @@ impl<'a> KernelArg<'a> {
 
     /// The argument's size in bytes.
     pub fn size(&self) -> usize {
-        self.size
+        self.size as usize
     }
 
     /// Whether the argument is memory whose use the launch notes (and whether a write).
@@ -1502,7 +1526,8 @@ impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
         KernelArg {
             inline: raw,
             borrowed: std::ptr::null(),
-            size: std::mem::size_of::<u64>(),
+            size: 8,
+            kind: ArgKind::Special,
             used: Some(object),
             also: Some(backing),
             graph_mem: None,
@@ -1519,7 +1544,8 @@ impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
         KernelArg {
             inline: raw,
             borrowed: std::ptr::null(),
-            size: std::mem::size_of::<u64>(),
+            size: 8,
+            kind: ArgKind::Special,
             used: Some(object),
             also: Some(array),
             graph_mem: None,
@@ -2287,7 +2313,7 @@ impl Function {
 /// Checks the count and sizes of `args` against the parameters of kernel `name`.
 #[inline]
 pub(crate) fn check_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Result<()> {
-    if args.len() == params.len() && args.iter().zip(params).all(|(a, p)| a.size == p.size) {
+    if args.len() == params.len() && args.iter().zip(params).all(|(a, p)| a.size() == p.size) {
         return Ok(());
     }
     refuse_args(name, params, args)
@@ -2308,12 +2334,12 @@ fn refuse_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Resu
         });
     }
     for (i, (arg, p)) in args.iter().zip(params.iter()).enumerate() {
-        if arg.size != p.size {
+        if arg.size() != p.size {
             return Err(Error::KernelArguments {
                 kernel: name.to_string(),
                 detail: format!(
                     "argument {i} is {} bytes, but parameter {i} is {} bytes",
-                    arg.size, p.size
+                    arg.size(), p.size
                 ),
             });
         }
@@ -2522,8 +2548,9 @@ impl PackedArgs {
         self.fill_if(packing, args, |_| true)
     }
 
-    /// As [`fill`](Self::fill), and `None` also when `admit` refuses an argument (asked of each
-    /// in the same pass).
+    /// As [`fill`](Self::fill), and `None` also when `admit` refuses an argument (asked, in the
+    /// same pass, of each that is memory or more: [`ArgKind::Memory`], [`ArgKind::Special`];
+    /// plain values need no admission).
     #[inline(always)]
     pub(crate) fn fill_if(
         &mut self,
@@ -2558,12 +2585,13 @@ impl PackedArgs {
         }
         let base = words.cast::<u8>();
         for (a, p) in args.iter().zip(params) {
-            if a.size != p.size || !admit(a) {
+            if a.size() != p.size || (a.kind >= ArgKind::Memory && !admit(a)) {
                 return None;
             }
             let dst = base.wrapping_add(p.offset);
-            if a.borrowed.is_null() {
-                // A value held in the argument (at most 8 bytes, zero after them): written as
+            if a.kind != ArgKind::Borrowed {
+                // A value held in the argument (every kind but `Borrowed`; at most 8 bytes,
+                // zero after them): written as
                 // the whole word. The bytes past the value are zero, and land in padding or in
                 // the parameters after this one, which are written later (they start at or
                 // after its end: `Packing`). No pointer to follow, no branch on the size.

@@ -16,7 +16,7 @@ use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
-use crate::module::{Function, KernelArg};
+use crate::module::{ArgKind, Function, KernelArg};
 use crate::stream::Stream;
 
 mod more;
@@ -638,11 +638,12 @@ impl GraphExec {
             return None;
         }
         let mut packed = crate::module::PackedArgs::new();
+        // (Asked only of memory and special arguments: plain values need nothing. Memory
+        // whose key is recent passes; a texture, surface or graph memory goes the full way.)
         let extra = packed.fill_if(function.packing()?, args, |a| {
-            a.graph_mem.is_none()
-                && a.also.is_none()
+            a.kind == ArgKind::Memory
                 && a.used
-                    .is_none_or(|u| alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
+                    .is_some_and(|u| alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
         })?;
         // Only the common case of entering (in a host function, or anything else unusual,
         // the full path decides).
