@@ -649,13 +649,12 @@ impl GraphExec {
         // the full path decides).
         let a = context::enter_fast(self.device, self.generation)?;
         let kept = acc_of(&mut self.kept);
-        let words = keep::config_words(config);
-        if kept.config != words {
+        if kept.config != *config {
             let limits = a.dev.launch_limits().ok()?;
             if let Err(e) = crate::launch::validate(config, limits) {
                 return Some(Err(e));
             }
-            kept.config = words;
+            kept.config = *config;
         }
         let mut params = kernel_params(function, config, &mut []);
         params.extra = extra;

@@ -55,26 +55,11 @@ pub(crate) struct Kept {
     /// The slot of `recent` the next key looked up goes to (round robin).
     next: usize,
     /// The last launch configuration a kernel-node update of this executable found within
-    /// the device's limits (which never change), as [`config_words`]; all zero for none (no
-    /// configuration has a zero block).
-    pub(crate) config: [u32; 8],
+    /// the device's limits (which never change). At first the default, one block of one
+    /// thread without shared memory: within every device's limits. (Compared whole, which
+    /// costs less than checking it again.)
+    pub(crate) config: crate::launch::LaunchConfig,
     tokens: Vec<Token>,
-}
-
-/// A launch configuration as words, for [`Kept::config`]: compared whole (two vector compares),
-/// where comparing `LaunchConfig`s field by field cost more than checking it again.
-#[inline]
-pub(crate) fn config_words(c: &crate::launch::LaunchConfig) -> [u32; 8] {
-    [
-        c.grid.x,
-        c.grid.y,
-        c.grid.z,
-        c.block.x,
-        c.block.y,
-        c.block.z,
-        c.shared_mem_bytes,
-        0,
-    ]
 }
 
 /// How many keys [`Kept`] remembers as recent.
