@@ -768,7 +768,7 @@ pub(crate) fn enter_handle(ordinal: i32, generation: u64, what: &'static str) ->
 /// decides, with the same checks in full). Returns in registers, where the full path's
 /// `Result` goes through memory (measured on the launch path).
 #[inline(always)]
-pub(crate) fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
+fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
     if HAVE_ORPHANS.load(Ordering::Relaxed) || in_host_fn() {
         return None;
     }
@@ -776,6 +776,23 @@ pub(crate) fn enter_fast(ordinal: i32, generation: u64) -> Option<Active> {
         return None;
     };
     let dev = rt.devices.get(usize::try_from(ordinal).ok()?)?;
+    enter_fast_in(dev, generation)
+}
+
+/// [`enter_fast`] for a device whose state the caller holds already (an object made on it
+/// keeps it: [`device_state`] of its ordinal). `None` in every case `enter_fast` declines,
+/// in a host function or with an orphaned release to run included.
+#[inline(always)]
+pub(crate) fn enter_fast_on(dev: &'static DeviceState, generation: u64) -> Option<Active> {
+    if HAVE_ORPHANS.load(Ordering::Relaxed) || in_host_fn() {
+        return None;
+    }
+    enter_fast_in(dev, generation)
+}
+
+/// The rest of [`enter_fast`], once the orphans and the host function are ruled out.
+#[inline(always)]
+fn enter_fast_in(dev: &'static DeviceState, generation: u64) -> Option<Active> {
     let guard = dev.ctx.read_recursive();
     if guard.generation != generation
         || guard.ctx.is_null()

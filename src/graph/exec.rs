@@ -121,6 +121,8 @@ pub(crate) fn update_reason(result: u32) -> &'static str {
 pub struct GraphExec {
     raw: Raw<sys::CUgraphExec_st>,
     device: i32,
+    /// The state of device `device` (for the short kernel-node update's entry).
+    dev: &'static context::DeviceState,
     generation: u64,
     source: Arc<GraphShared>,
     /// A snapshot of the graph's references to its user objects (the driver's executable
@@ -314,6 +316,7 @@ impl Graph {
             Ok(GraphExec {
                 raw: Raw(exec),
                 device,
+                dev: a.dev,
                 generation,
                 source: self.shared.clone(),
                 kept: Some(kept),
@@ -647,7 +650,7 @@ impl GraphExec {
         })?;
         // Only the common case of entering (in a host function, or anything else unusual,
         // the full path decides).
-        let a = context::enter_fast(self.device, self.generation)?;
+        let a = context::enter_fast_on(self.dev, self.generation)?;
         let kept = acc_of(&mut self.kept);
         if kept.config != *config {
             let limits = a.dev.launch_limits().ok()?;
