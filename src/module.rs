@@ -1383,11 +1383,9 @@ pub struct KernelArg<'a> {
     /// handles the common kinds of argument.
     pub(crate) kind: ArgKind,
     pub(crate) used: Option<Use<'a>>,
-    /// A second use: what a texture or surface object reads or writes (its array or memory).
-    pub(crate) also: Option<Use<'a>>,
-    /// Memory of a graph's allocation node: valid only inside that graph's launches, so only
-    /// that graph's nodes accept it (a stream launch refuses it).
-    pub(crate) graph_mem: Option<&'a crate::graph::GraphMemInner>,
+    /// What a texture, surface or graph memory argument carries beside `used` (one field, so
+    /// that the common arguments set it with one store).
+    special: Special<'a>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -1401,9 +1399,20 @@ pub(crate) enum ArgKind {
     Borrowed,
     /// An address in `inline`, of the memory of `used`; nothing else.
     Memory,
-    /// An address or handle in `inline`, with `also` or `graph_mem` set (a texture or surface
+    /// An address or handle in `inline`, with `special` set (a texture or surface
     /// object, graph memory).
     Special,
+}
+
+/// The rare parts of a [`KernelArg`].
+#[derive(Clone, Copy)]
+enum Special<'a> {
+    None,
+    /// A second use: what a texture or surface object reads or writes (its array or memory).
+    Also(Use<'a>),
+    /// Memory of a graph's allocation node: valid only inside that graph's launches, so only
+    /// that graph's nodes accept it (a stream launch refuses it).
+    GraphMem(&'a crate::graph::GraphMemInner),
 }
 
 impl std::fmt::Debug for KernelArg<'_> {
@@ -1428,8 +1437,7 @@ impl<'a> KernelArg<'a> {
             size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
             kind: ArgKind::Borrowed,
             used: None,
-            also: None,
-            graph_mem: None,
+            special: Special::None,
             _borrow: PhantomData,
         }
     }
@@ -1447,8 +1455,7 @@ impl<'a> KernelArg<'a> {
             size: n as u32,
             kind: ArgKind::Inline,
             used: None,
-            also: None,
-            graph_mem: None,
+            special: Special::None,
             _borrow: PhantomData,
         }
     }
@@ -1460,8 +1467,7 @@ impl<'a> KernelArg<'a> {
             size: 8,
             kind: ArgKind::Memory,
             used: Some(used),
-            also: None,
-            graph_mem: None,
+            special: Special::None,
             _borrow: PhantomData,
         }
     }
@@ -1491,8 +1497,7 @@ impl<'a> KernelArg<'a> {
             size: 8,
             kind: ArgKind::Special,
             used: None,
-            also: None,
-            graph_mem: Some(inner),
+            special: Special::GraphMem(inner),
             _borrow: PhantomData,
         }
     }
@@ -1505,6 +1510,24 @@ impl<'a> KernelArg<'a> {
     /// Whether the argument is memory whose use the launch notes (and whether a write).
     pub fn memory_access(&self) -> Option<bool> {
         self.used.map(|u| u.write)
+    }
+
+    /// The second use of a texture or surface object (what it reads or writes).
+    #[inline]
+    pub(crate) fn also(&self) -> Option<Use<'a>> {
+        match self.special {
+            Special::Also(u) => Some(u),
+            _ => None,
+        }
+    }
+
+    /// The graph allocation of graph memory.
+    #[inline]
+    pub(crate) fn graph_mem(&self) -> Option<&'a crate::graph::GraphMemInner> {
+        match self.special {
+            Special::GraphMem(m) => Some(m),
+            _ => None,
+        }
     }
 
     /// Where the driver reads the value from; valid while `self` is not moved.
@@ -1529,8 +1552,7 @@ impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
             size: 8,
             kind: ArgKind::Special,
             used: Some(object),
-            also: Some(backing),
-            graph_mem: None,
+            special: Special::Also(backing),
             _borrow: PhantomData,
         }
     }
@@ -1547,8 +1569,7 @@ impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
             size: 8,
             kind: ArgKind::Special,
             used: Some(object),
-            also: Some(array),
-            graph_mem: None,
+            special: Special::Also(array),
             _borrow: PhantomData,
         }
     }
@@ -2339,7 +2360,8 @@ fn refuse_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Resu
                 kernel: name.to_string(),
                 detail: format!(
                     "argument {i} is {} bytes, but parameter {i} is {} bytes",
-                    arg.size(), p.size
+                    arg.size(),
+                    p.size
                 ),
             });
         }
@@ -2367,16 +2389,16 @@ pub(crate) unsafe fn submit_launch(
     cooperative: bool,
     keep: &mut dyn FnMut() -> Result<crate::queue::Tokens>,
 ) -> Result<()> {
-    if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+    if let Some(m) = args.iter().find_map(|a| a.graph_mem()) {
         return Err(crate::graph::graph_mem_outside(m, call));
     }
     let mut arg_ptrs = ArgPtrs::new();
     let ptrs = arg_ptrs.fill(args);
     let uses: Vec<Use<'_>> = args
         .iter()
-        .flat_map(|a| a.used.into_iter().chain(a.also))
+        .flat_map(|a| a.used.into_iter().chain(a.also()))
         .collect();
-    let textures = args.iter().any(|a| a.also.is_some());
+    let textures = args.iter().any(|a| a.also().is_some());
     let programmatic = extended.is_some_and(|(_, event)| event.is_some());
     let mut keep = || {
         if textures {

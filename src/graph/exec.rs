@@ -584,7 +584,7 @@ impl GraphExec {
         const CALL: &str = KERNEL_NODE_UPDATE;
         // Graph memory: the node's ordering against the allocation and its free cannot be
         // checked here.
-        if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+        if let Some(m) = args.iter().find_map(|a| a.graph_mem()) {
             return Err(super::graph_mem_outside(m, CALL));
         }
         let operands =

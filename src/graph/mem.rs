@@ -264,7 +264,7 @@ impl Graph {
         args: &[KernelArg<'a>],
         call: &'static str,
     ) -> Result<(Vec<GraphNode>, Vec<&'a GraphMemInner>)> {
-        let mems: Vec<&GraphMemInner> = args.iter().filter_map(|a| a.graph_mem).collect();
+        let mems: Vec<&GraphMemInner> = args.iter().filter_map(|a| a.graph_mem()).collect();
         for m in &mems {
             self.own_mem(m, call)?;
         }

@@ -660,7 +660,7 @@ impl Graph {
     ) -> Result<()> {
         const CALL: &str = "cudaGraphKernelNodeSetParams";
         record((|| {
-            if let Some(m) = args.iter().find_map(|a| a.graph_mem) {
+            if let Some(m) = args.iter().find_map(|a| a.graph_mem()) {
                 return Err(super::graph_mem_outside(m, CALL));
             }
             let (device, generation) = (self.shared.device, self.shared.generation);

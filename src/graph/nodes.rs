@@ -71,7 +71,7 @@ pub(crate) fn check_kernel_node<'f, 'a, 'b>(
     }
     launch::validate(config, context::device_state(device)?.launch_limits()?)?;
     for arg in args {
-        if arg.also.is_some() {
+        if arg.also().is_some() {
             // The graph would keep the object's tracker, not the object: its handle could be
             // destroyed while the graph can still replay.
             return Err(Error::InvalidValue {
