@@ -249,7 +249,7 @@ impl Session {
     /// For the driver call of a captured submission: the lock of the graph captured into, if
     /// any (see [`Session::into`]). Taken after the queue's entry, as the end takes it after
     /// the queues' locks.
-    pub(crate) fn graph_lock(&self) -> Option<parking_lot::MutexGuard<'_, super::keep::Refs>> {
+    pub(crate) fn graph_lock(&self) -> Option<super::lock::GraphGuard<'_, super::keep::Refs>> {
         self.into.as_ref().map(|g| g.objects.lock())
     }
 
@@ -715,7 +715,7 @@ fn wrap_graph(a: &Active, raw: sys::CUgraph, id: u64) -> Graph {
             device: a.dev.ordinal,
             generation: a.generation(),
             id,
-            objects: Mutex::new(super::keep::Refs::default()),
+            objects: super::lock::GraphLock::new(super::keep::Refs::default()),
             // Captures refuse stream-ordered allocation and cannot make conditional nodes.
             mem: Mutex::new(super::mem::MemNodes::default()),
             root: None,

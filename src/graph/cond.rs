@@ -309,7 +309,7 @@ impl Graph {
                     device: self.shared.device,
                     generation: self.shared.generation,
                     id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
-                    objects: Mutex::new(super::keep::Refs::default()),
+                    objects: super::lock::GraphLock::new(super::keep::Refs::default()),
                     mem: Mutex::new(super::mem::MemNodes::default()),
                     root: Some(root),
                     bodies: Mutex::new(Vec::new()),

@@ -73,6 +73,7 @@ pub mod capture;
 mod cond;
 mod exec;
 mod keep;
+mod lock;
 mod mem;
 mod more;
 mod nodes;
@@ -115,7 +116,7 @@ pub(crate) struct GraphShared {
     id: u64,
     /// The user objects the graph holds references to (through the nodes' bundles). The lock
     /// also serialises every driver call on the graph.
-    objects: Mutex<keep::Refs>,
+    objects: lock::GraphLock<keep::Refs>,
     /// The graph's memory allocation and free nodes.
     mem: Mutex<mem::MemNodes>,
     /// For the body graph of a conditional node: the graph at the root of the nesting, which
@@ -487,7 +488,7 @@ impl Graph {
                 device: a.dev.ordinal,
                 generation: a.generation(),
                 id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
-                objects: Mutex::new(keep::Refs::default()),
+                objects: lock::GraphLock::new(keep::Refs::default()),
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
                 bodies: Mutex::new(Vec::new()),

@@ -161,7 +161,7 @@ fn check_not_destroyed_slow(
 }
 
 /// A held graph lock.
-pub(crate) type ObjectsGuard<'g> = parking_lot::MutexGuard<'g, super::keep::Refs>;
+pub(crate) type ObjectsGuard<'g> = super::lock::GraphGuard<'g, super::keep::Refs>;
 
 /// The locks of two graphs, taken in one global order (by address) so that two threads
 /// locking the same pair never wait for each other; one lock when they are the same graph.
