@@ -1372,46 +1372,31 @@ impl std::fmt::Debug for Function {
 #[derive(Clone, Copy)]
 pub struct KernelArg<'a> {
     /// The value of a pointer or a scalar of at most 8 bytes, in its first bytes; the bytes
-    /// after it are zero (`PackedArgs` writes the whole word).
+    /// after it are zero (`PackedArgs` writes the whole word). Zero for a borrowed value.
     inline: u64,
-    /// A borrowed value, or null for `inline`.
-    borrowed: *const c_void,
     /// The value's size in bytes (`u32::MAX` for a value of 4 GiB or more, which no
     /// parameter is).
     size: u32,
-    /// Which of the fields below are set: a summary of them, tested once where packing
-    /// handles the common kinds of argument.
-    pub(crate) kind: ArgKind,
-    pub(crate) used: Option<Use<'a>>,
-    /// What a texture, surface or graph memory argument carries beside `used` (one field, so
-    /// that the common arguments set it with one store).
-    special: Special<'a>,
+    /// What the argument is beyond its value: one field, whose tag alone tells packing what
+    /// to do (a plain value, the common case, is written with three stores).
+    pub(crate) what: What<'a>,
     _borrow: PhantomData<&'a ()>,
 }
 
-/// What a [`KernelArg`] holds, in order of how much packing must do for it.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-#[repr(u8)]
-pub(crate) enum ArgKind {
+/// What a [`KernelArg`] is, beyond its value.
+#[derive(Clone, Copy)]
+pub(crate) enum What<'a> {
     /// A value in `inline`, nothing else.
     Inline,
-    /// A value at `borrowed`, nothing else.
-    Borrowed,
-    /// An address in `inline`, of the memory of `used`; nothing else.
-    Memory,
-    /// An address or handle in `inline`, with `special` set (a texture or surface
-    /// object, graph memory).
-    Special,
-}
-
-/// The rare parts of a [`KernelArg`].
-#[derive(Clone, Copy)]
-enum Special<'a> {
-    None,
-    /// A second use: what a texture or surface object reads or writes (its array or memory).
-    Also(Use<'a>),
-    /// Memory of a graph's allocation node: valid only inside that graph's launches, so only
-    /// that graph's nodes accept it (a stream launch refuses it).
+    /// A value at this address (borrowed for `'a`), of `size` bytes.
+    Borrowed(*const c_void),
+    /// An address in `inline`, of this memory.
+    Memory(Use<'a>),
+    /// A texture or surface object's handle in `inline`: its use, and what it reads or writes
+    /// (its array or memory).
+    Object { object: Use<'a>, also: Use<'a> },
+    /// The address in `inline` of a graph's allocation node: valid only inside that graph's
+    /// launches, so only that graph's nodes accept it (a stream launch refuses it).
     GraphMem(&'a crate::graph::GraphMemInner),
 }
 
@@ -1419,7 +1404,7 @@ impl std::fmt::Debug for KernelArg<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelArg")
             .field("size", &self.size())
-            .field("memory", &self.used.map(|u| (u.alloc.ptr, u.write)))
+            .field("memory", &self.used().map(|u| (u.alloc.ptr, u.write)))
             .finish()
     }
 }
@@ -1433,11 +1418,8 @@ impl<'a> KernelArg<'a> {
     pub fn new<T: DeviceRepr>(value: &'a T) -> KernelArg<'a> {
         KernelArg {
             inline: 0,
-            borrowed: (value as *const T).cast(),
             size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
-            kind: ArgKind::Borrowed,
-            used: None,
-            special: Special::None,
+            what: What::Borrowed((value as *const T).cast()),
             _borrow: PhantomData,
         }
     }
@@ -1451,11 +1433,8 @@ impl<'a> KernelArg<'a> {
         bytemuck::bytes_of_mut(&mut inline)[..n].copy_from_slice(&bytes[..n]);
         KernelArg {
             inline,
-            borrowed: std::ptr::null(),
             size: n as u32,
-            kind: ArgKind::Inline,
-            used: None,
-            special: Special::None,
+            what: What::Inline,
             _borrow: PhantomData,
         }
     }
@@ -1463,11 +1442,8 @@ impl<'a> KernelArg<'a> {
     fn memory(address: u64, used: Use<'a>) -> KernelArg<'a> {
         KernelArg {
             inline: address,
-            borrowed: std::ptr::null(),
             size: 8,
-            kind: ArgKind::Memory,
-            used: Some(used),
-            special: Special::None,
+            what: What::Memory(used),
             _borrow: PhantomData,
         }
     }
@@ -1493,11 +1469,8 @@ impl<'a> KernelArg<'a> {
     ) -> KernelArg<'a> {
         KernelArg {
             inline: address,
-            borrowed: std::ptr::null(),
             size: 8,
-            kind: ArgKind::Special,
-            used: None,
-            special: Special::GraphMem(inner),
+            what: What::GraphMem(inner),
             _borrow: PhantomData,
         }
     }
@@ -1509,14 +1482,24 @@ impl<'a> KernelArg<'a> {
 
     /// Whether the argument is memory whose use the launch notes (and whether a write).
     pub fn memory_access(&self) -> Option<bool> {
-        self.used.map(|u| u.write)
+        self.used().map(|u| u.write)
+    }
+
+    /// The use the work makes of the argument's memory (or texture or surface object), if
+    /// any.
+    #[inline]
+    pub(crate) fn used(&self) -> Option<Use<'a>> {
+        match self.what {
+            What::Memory(u) | What::Object { object: u, .. } => Some(u),
+            _ => None,
+        }
     }
 
     /// The second use of a texture or surface object (what it reads or writes).
     #[inline]
     pub(crate) fn also(&self) -> Option<Use<'a>> {
-        match self.special {
-            Special::Also(u) => Some(u),
+        match self.what {
+            What::Object { also, .. } => Some(also),
             _ => None,
         }
     }
@@ -1524,8 +1507,8 @@ impl<'a> KernelArg<'a> {
     /// The graph allocation of graph memory.
     #[inline]
     pub(crate) fn graph_mem(&self) -> Option<&'a crate::graph::GraphMemInner> {
-        match self.special {
-            Special::GraphMem(m) => Some(m),
+        match self.what {
+            What::GraphMem(m) => Some(m),
             _ => None,
         }
     }
@@ -1533,10 +1516,9 @@ impl<'a> KernelArg<'a> {
     /// Where the driver reads the value from; valid while `self` is not moved.
     #[inline]
     pub(crate) fn value_ptr(&self) -> *mut c_void {
-        if self.borrowed.is_null() {
-            (&self.inline as *const u64).cast_mut().cast()
-        } else {
-            self.borrowed.cast_mut()
+        match self.what {
+            What::Borrowed(p) => p.cast_mut(),
+            _ => (&self.inline as *const u64).cast_mut().cast(),
         }
     }
 }
@@ -1548,11 +1530,11 @@ impl<'a, 'b> From<&'a crate::TextureObject<'b>> for KernelArg<'a> {
         let (raw, object, backing) = t.kernel_arg();
         KernelArg {
             inline: raw,
-            borrowed: std::ptr::null(),
             size: 8,
-            kind: ArgKind::Special,
-            used: Some(object),
-            special: Special::Also(backing),
+            what: What::Object {
+                object,
+                also: backing,
+            },
             _borrow: PhantomData,
         }
     }
@@ -1565,11 +1547,11 @@ impl<'a> From<&'a mut crate::SurfaceObject> for KernelArg<'a> {
         let (raw, object, array) = s.kernel_arg();
         KernelArg {
             inline: raw,
-            borrowed: std::ptr::null(),
             size: 8,
-            kind: ArgKind::Special,
-            used: Some(object),
-            special: Special::Also(array),
+            what: What::Object {
+                object,
+                also: array,
+            },
             _borrow: PhantomData,
         }
     }
@@ -2396,7 +2378,7 @@ pub(crate) unsafe fn submit_launch(
     let ptrs = arg_ptrs.fill(args);
     let uses: Vec<Use<'_>> = args
         .iter()
-        .flat_map(|a| a.used.into_iter().chain(a.also()))
+        .flat_map(|a| a.used().into_iter().chain(a.also()))
         .collect();
     let textures = args.iter().any(|a| a.also().is_some());
     let programmatic = extended.is_some_and(|(_, event)| event.is_some());
@@ -2571,8 +2553,8 @@ impl PackedArgs {
     }
 
     /// As [`fill`](Self::fill), and `None` also when `admit` refuses an argument (asked, in the
-    /// same pass, of each that is memory or more: [`ArgKind::Memory`], [`ArgKind::Special`];
-    /// plain values need no admission).
+    /// same pass, of each that is more than a value: memory, an object, graph memory; plain
+    /// values need no admission).
     #[inline(always)]
     pub(crate) fn fill_if(
         &mut self,
@@ -2607,23 +2589,28 @@ impl PackedArgs {
         }
         let base = words.cast::<u8>();
         for (a, p) in args.iter().zip(params) {
-            if a.size() != p.size || (a.kind >= ArgKind::Memory && !admit(a)) {
+            if a.size() != p.size {
                 return None;
             }
             let dst = base.wrapping_add(p.offset);
-            if a.kind != ArgKind::Borrowed {
+            let src = match a.what {
+                What::Inline => None,
+                What::Borrowed(src) => Some(src.cast::<u8>()),
+                _ if admit(a) => None,
+                _ => return None,
+            };
+            let Some(src) = src else {
                 // A value held in the argument (every kind but `Borrowed`; at most 8 bytes,
-                // zero after them): written as
-                // the whole word. The bytes past the value are zero, and land in padding or in
-                // the parameters after this one, which are written later (they start at or
-                // after its end: `Packing`). No pointer to follow, no branch on the size.
+                // zero after them): written as the whole word. The bytes past the value are
+                // zero, and land in padding or in the parameters after this one, which are
+                // written later (they start at or after its end: `Packing`). No pointer to
+                // follow, no branch on the size.
                 // SAFETY: `p.offset <= p.offset + p.size <= size <= PACKED_WORDS * 8`
                 // (`Packing`), so the 8 bytes at `dst` are within the buffer's
                 // `PACKED_WORDS + 1` words.
                 unsafe { dst.cast::<u64>().write_unaligned(a.inline) };
                 continue;
-            }
-            let src = a.borrowed.cast::<u8>();
+            };
             // SAFETY: `p.offset + p.size <= size <= the buffer's size` (`Packing`), so
             // `dst` and the `p.size` bytes after it are in the buffer; `src` is the argument's
             // borrowed value of `a.size == p.size` bytes; the two do not overlap (the buffer is

@@ -16,7 +16,7 @@ use crate::driver::{self, sys, Raw};
 use crate::error::{record, Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
-use crate::module::{ArgKind, Function, KernelArg};
+use crate::module::{Function, KernelArg, What};
 use crate::stream::Stream;
 
 mod more;
@@ -644,9 +644,8 @@ impl GraphExec {
         // (Asked only of memory and special arguments: plain values need nothing. Memory
         // whose key is recent passes; a texture, surface or graph memory goes the full way.)
         let extra = packed.fill_if(function.packing()?, args, |a| {
-            a.kind == ArgKind::Memory
-                && a.used
-                    .is_some_and(|u| alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
+            matches!(a.what, What::Memory(u)
+                if alloc_key(u.alloc).is_some_and(|k| kept.checked(k)))
         })?;
         // Only the common case of entering (in a host function, or anything else unusual,
         // the full path decides).

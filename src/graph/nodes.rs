@@ -80,7 +80,7 @@ pub(crate) fn check_kernel_node<'f, 'a, 'b>(
                 reason: "texture and surface objects are not supported in graph nodes yet",
             });
         }
-        if let Some(u) = arg.used {
+        if let Some(u) = arg.used() {
             // (Not in a host function: refused above.)
             crate::graph::check_memory_outside_host_fn(u.alloc, device, generation, call)?;
         }
@@ -116,7 +116,7 @@ impl KernelOperands<'_, '_, '_> {
             Some(function_key(self.function)),
             Box::new(self.function.clone()),
         )];
-        for u in self.args.iter().filter_map(|a| a.used) {
+        for u in self.args.iter().filter_map(|a| a.used()) {
             bundle.push(keyed(u.alloc.keep_token()));
         }
         bundle
@@ -130,7 +130,7 @@ impl KernelOperands<'_, '_, '_> {
         kept.keep_with(Some(function_key(self.function)), || {
             Box::new(self.function.clone())
         });
-        for u in self.args.iter().filter_map(|a| a.used) {
+        for u in self.args.iter().filter_map(|a| a.used()) {
             let k = u.alloc.keep_ref();
             kept.keep_with(Some(memory_key(k)), || Box::new(k.clone()));
         }
