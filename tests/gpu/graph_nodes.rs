@@ -32,6 +32,7 @@ crate::tests![
     a_copy_cannot_bypass_the_while_body_check,
     kernel_node_updates_pass_every_parameter_size_and_padding,
     kernel_node_updates_check_in_full_what_no_earlier_update_kept,
+    executable_updates_on_one_thread_while_another_changes_the_graph,
     ;
     exclusive:
     while_bodies_of_child_graphs_only_are_refused,
@@ -1190,4 +1191,88 @@ fn kernel_node_updates_check_in_full_what_no_earlier_update_kept() {
     s.synchronize().unwrap();
     same("input dropped", c2.to_vec().unwrap(), &expected(&hb, len));
     drop((exec, g, c, c0, a, vadd, m));
+}
+
+/// One thread sweeps an executable's kernel node (its short update path) and launches it,
+/// checking every launch against the CPU, while another thread keeps changing the graph the
+/// executable came from: adding and destroying nodes, reading its nodes, updating its kernel
+/// node. The graph's lock (taken by both sides, and by the thread that did not make the graph
+/// through its slow path) keeps their driver calls apart: every launch is right, and the graph
+/// ends with the nodes the second thread left.
+fn executable_updates_on_one_thread_while_another_changes_the_graph() {
+    let mut r = rng();
+    let n = 3000;
+    let m = vadd_module();
+    let vadd = m.function("vadd").unwrap();
+    let cfg = LaunchConfig::for_elements(n, 128).unwrap();
+    let ha = random_ints_f32(&mut r, n);
+    let hb = random_ints_f32(&mut r, n);
+    let a = DeviceBuffer::from_slice(&ha).unwrap();
+    let b = DeviceBuffer::from_slice(&hb).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut g = Graph::new().unwrap();
+    // SAFETY: vadd stays below the lengths given.
+    let k = unsafe { g.add_kernel_node(&[], &vadd, &cfg, &kernel_args![&a, n, &b, n, &mut c, n]) }
+        .unwrap();
+    let mut exec = g.instantiate().unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let lens: Vec<usize> = (0..300).map(|_| r.usize(1..=n)).collect();
+    let (kept, added) = std::thread::scope(|sc| {
+        let changer = sc.spawn(|| {
+            let mut kept = Vec::new();
+            let mut added = 0usize;
+            let mut other = DeviceBuffer::<f32>::zeroed(n).unwrap();
+            while !done.load(Ordering::Acquire) {
+                let e = g.add_empty_node(&[k]).unwrap();
+                added += 1;
+                if added % 3 == 0 {
+                    kept.push(e);
+                } else {
+                    g.destroy_node(e).unwrap();
+                }
+                assert_eq!(g.nodes().unwrap().len(), 1 + kept.len());
+                // The graph's own node (the executable keeps its parameters).
+                // SAFETY: vadd stays below the lengths given.
+                unsafe {
+                    g.set_kernel_node_params(
+                        k,
+                        &vadd,
+                        &cfg,
+                        &kernel_args![&a, n, &b, n, &mut other, n],
+                    )
+                }
+                .unwrap();
+            }
+            (kept, added)
+        });
+        let s = Stream::new().unwrap();
+        for (round, &len) in lens.iter().enumerate() {
+            c.copy_from_host(&vec![f32::NAN; n]).unwrap();
+            // SAFETY: vadd stays below the lengths given (`len <= n`).
+            unsafe {
+                exec.set_kernel_node_params(
+                    k,
+                    &vadd,
+                    &cfg,
+                    &kernel_args![&a, n, &b, n, &mut c, len],
+                )
+            }
+            .unwrap();
+            exec.launch(&s).unwrap();
+            s.synchronize().unwrap();
+            let want: Vec<u32> = (0..n)
+                .map(|i| if i < len { ha[i] + hb[i] } else { f32::NAN }.to_bits())
+                .collect();
+            let got: Vec<u32> = c.to_vec().unwrap().iter().map(|x| x.to_bits()).collect();
+            assert_same(&format!("round {round}, len {len}"), &got, &want);
+        }
+        done.store(true, Ordering::Release);
+        changer.join().unwrap()
+    });
+    assert!(added > 0, "the graph was changed meanwhile");
+    let nodes = g.nodes().unwrap();
+    assert_eq!(nodes.len(), 1 + kept.len());
+    for e in kept {
+        assert!(nodes.contains(&e));
+    }
 }
