@@ -17,7 +17,7 @@
 //! (the same eviction for figure `node`). On the H200 host's CPU (eighteenth session) the
 //! crate's update was 50.5 ns against 8.5 ns raw without it, 235-239 against 206 ns with 16 KiB:
 //! the crate's share is its instructions, not misses. In the nineteenth session, same host, one
-//! run's first round: 60 ns at `8a18498` (that session's start), 40 ns after the short path's
+X
 //! cuts (`f535183`), 34 ns with the test-and-set graph lock (`03e9418`), 32 ns with a lock
 //! biased to the graph's thread (branch `wip/bias`, not adopted), 29 ns with no lock at all
 //! (measurement only); raw 7.6-9.7 ns. Run it there with the null driver's
