@@ -16,13 +16,13 @@
 //! `NULLDRV_TOUCH_KB=16` makes each kernel-node update of the null driver read that much memory
 //! (the same eviction for figure `node`). On the H200 host's CPU (eighteenth session) the
 //! crate's update was 50.5 ns against 8.5 ns raw without it, 235-239 against 206 ns with 16 KiB:
-//! the crate's share is its instructions, not misses. In the nineteenth session, same host, one
-X
-//! cuts (`f535183`), 34 ns with the test-and-set graph lock (`03e9418`), 32 ns with a lock
-//! biased to the graph's thread (branch `wip/bias`, not adopted), 29 ns with no lock at all
-//! (measurement only); raw 7.6-9.7 ns. Run it there with the null driver's
-//! directory holding both `libcuda.so.1` and the `libcuda.so` link (without the link the real
-//! driver is loaded).
+//! the crate's share is its instructions, not misses. In the nineteenth session, same host, the
+//! first two rounds of one run: 49-60 ns at `8a18498` (that session's start), 40-46 ns after
+//! the short path's cuts (`f535183`); in the first, 34 ns with the test-and-set graph lock
+//! (`03e9418`), 32 ns with a lock biased to the graph's thread (branch `wip/bias`, not
+//! adopted), 29 ns with no lock at all (measurement only); raw 7.6-9.7 ns. Run it there with
+//! the null driver's directory holding both `libcuda.so.1` and the `libcuda.so` link (without
+//! the link the real driver is loaded).
 
 use cuda_runtime::graph::Graph;
 use cuda_runtime::{
