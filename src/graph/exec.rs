@@ -535,8 +535,9 @@ impl GraphExec {
     /// A sweep of parameters is cheap: an update whose function and memory are those a recent
     /// update of this executable named (at most four of them in all) does not check them
     /// again (nothing those checks test can have changed meanwhile) and keeps nothing new; its
-    /// arguments' sizes and its configuration are still checked, and it passes the arguments
-    /// to the driver as one buffer.
+    /// arguments' sizes are still checked, and its configuration too unless it is the last one
+    /// found within the device's limits (which never change); it passes the arguments to the
+    /// driver as one buffer.
     ///
     /// # Errors
     /// As [`Graph::add_kernel_node`]; the driver's error when `node` is not a kernel node or
@@ -625,8 +626,10 @@ impl GraphExec {
     /// executable (a sweep of parameters: the common case), in one pass over the arguments;
     /// `None`, having done nothing, in every other case (the full path then decides, with every
     /// check). What it skips holds still (see [`keep::Kept::checked`]), and there is nothing
-    /// new to keep. A refusal of the configuration, the source graph's lock and the node's
-    /// liveness are as on the full path.
+    /// new to keep. The configuration is checked unless it is the last one found valid (a
+    /// refusal is as on the full path); the source graph's lock and the node's liveness are as
+    /// on the full path. Inside a host function, or on any other unusual entry (a reset, a
+    /// sticky error, another current context), it declines and the full path decides.
     #[inline(always)]
     fn update_known_kernel(
         &mut self,
