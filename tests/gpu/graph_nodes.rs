@@ -1225,7 +1225,7 @@ fn executable_updates_on_one_thread_while_another_changes_the_graph() {
             while !done.load(Ordering::Acquire) {
                 let e = g.add_empty_node(&[k]).unwrap();
                 added += 1;
-                if added % 3 == 0 {
+                if added.is_multiple_of(3) {
                     kept.push(e);
                 } else {
                     g.destroy_node(e).unwrap();
