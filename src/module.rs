@@ -1374,7 +1374,7 @@ pub struct KernelArg<'a> {
     /// The value of a pointer or a scalar of at most 8 bytes, in its first bytes; the bytes
     /// after it are zero (`PackedArgs` writes the whole word). Zero for a borrowed value.
     inline: u64,
-    /// The value's size in bytes (`u32::MAX` for a value of 4 GiB or more, which no
+    /// The value's size in bytes (`u32::MAX` for a value of `u32::MAX` bytes or more, which no
     /// parameter is).
     size: u32,
     /// What the argument is beyond its value: one field, whose tag alone tells packing what

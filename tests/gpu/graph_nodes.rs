@@ -1196,9 +1196,8 @@ fn kernel_node_updates_check_in_full_what_no_earlier_update_kept() {
 /// One thread sweeps an executable's kernel node (its short update path) and launches it,
 /// checking every launch against the CPU, while another thread keeps changing the graph the
 /// executable came from: adding and destroying nodes, reading its nodes, updating its kernel
-/// node. The graph's lock (taken by both sides, and by the thread that did not make the graph
-/// through its slow path) keeps their driver calls apart: every launch is right, and the graph
-/// ends with the nodes the second thread left.
+/// node. The graph's lock, taken by both threads, keeps their driver calls apart: every launch
+/// is right, and the graph ends with the nodes the second thread left.
 fn executable_updates_on_one_thread_while_another_changes_the_graph() {
     let mut r = rng();
     let n = 3000;
@@ -1245,6 +1244,15 @@ fn executable_updates_on_one_thread_while_another_changes_the_graph() {
             }
             (kept, added)
         });
+        // Stops the second thread however this one ends (a failed check panics: without this,
+        // the scope would wait for the second thread forever).
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let stop = Stop(&done);
         let s = Stream::new().unwrap();
         for (round, &len) in lens.iter().enumerate() {
             c.copy_from_host(&vec![f32::NAN; n]).unwrap();
@@ -1266,7 +1274,7 @@ fn executable_updates_on_one_thread_while_another_changes_the_graph() {
             let got: Vec<u32> = c.to_vec().unwrap().iter().map(|x| x.to_bits()).collect();
             assert_same(&format!("round {round}, len {len}"), &got, &want);
         }
-        done.store(true, Ordering::Release);
+        drop(stop);
         changer.join().unwrap()
     });
     assert!(added > 0, "the graph was changed meanwhile");
