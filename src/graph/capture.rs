@@ -720,6 +720,7 @@ fn wrap_graph(a: &Active, raw: sys::CUgraph, id: u64) -> Graph {
             mem: Mutex::new(super::mem::MemNodes::default()),
             root: None,
             bodies: Mutex::new(Vec::new()),
+            flags: Default::default(),
             extra: Default::default(),
         }),
         _not_sync: PhantomData,

@@ -129,6 +129,16 @@ impl Graph {
     /// Refuses a graph with a while node whose body cannot end the loop (see
     /// [`ConditionalKind::While`]), at any depth.
     pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
+        // (No while body ever: nothing to check, not even under the lock.)
+        if !self
+            .shared
+            .keeper()
+            .flags
+            .while_body
+            .load(Ordering::Acquire)
+        {
+            return Ok(());
+        }
         let bodies = {
             let b = self.shared.keeper().bodies.lock();
             if !b.iter().any(|&(is_while, _, _)| is_while) {
@@ -313,15 +323,20 @@ impl Graph {
                     mem: Mutex::new(super::mem::MemNodes::default()),
                     root: Some(root),
                     bodies: Mutex::new(Vec::new()),
+                    flags: Default::default(),
                     extra: Default::default(),
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };
-            self.shared.keeper().bodies.lock().push((
+            let keeper = self.shared.keeper();
+            keeper.bodies.lock().push((
                 kind == ConditionalKind::While,
                 Raw(body.shared.raw.0),
                 Raw(self.shared.raw.0),
             ));
+            if kind == ConditionalKind::While {
+                keeper.flags.while_body.store(true, Ordering::Release);
+            }
             Ok((node, body))
         })())
     }

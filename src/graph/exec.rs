@@ -436,7 +436,7 @@ impl GraphExec {
             }
             graph.not_body(CALL)?;
             graph.check_while_bodies(CALL)?;
-            if graph.has_mem_nodes() || self.source.mem.lock().any {
+            if graph.has_mem_nodes() || self.source.has_mem_nodes() {
                 return Err(Error::InvalidValue {
                     what: CALL,
                     value: "a graph with memory allocation or free nodes".into(),

@@ -315,7 +315,11 @@ impl Graph {
             {
                 let mut m = self.shared.mem.lock();
                 m.unfreed.push(node);
-                m.any = true;
+                // (Release: whoever sees the flag and then takes the lock finds the node.)
+                self.shared
+                    .flags
+                    .mem
+                    .store(true, std::sync::atomic::Ordering::Release);
             }
             Ok((
                 node,
@@ -514,17 +518,16 @@ impl Graph {
 
     /// Whether the graph has memory allocation or free nodes.
     pub(crate) fn has_mem_nodes(&self) -> bool {
-        self.shared.mem.lock().any
+        self.shared.has_mem_nodes()
     }
 }
 
 /// The memory nodes of a graph, as the crate knows them.
 #[derive(Debug, Default)]
 pub(crate) struct MemNodes {
-    /// Allocation nodes without a free node yet.
+    /// Allocation nodes without a free node yet. (Whether the graph has any memory node is
+    /// `GraphShared::has_mem_nodes`.)
     pub(crate) unfreed: Vec<GraphNode>,
-    /// Whether the graph has any memory node.
-    pub(crate) any: bool,
 }
 
 #[cfg(test)]

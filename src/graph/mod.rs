@@ -128,8 +128,19 @@ pub(crate) struct GraphShared {
     /// bodies' `GraphShared`: those hold the root, and a cycle would leak both. Each body comes
     /// with the graph it is a node of (its parent: the root or another body).
     bodies: Mutex<Vec<Body>>,
+    /// Set (never cleared) once the graph has a memory node, or, for a root, once
+    /// `bodies` holds a while loop's: read without their locks by instantiations and whole
+    /// updates, which for most graphs then have nothing more to check.
+    flags: Flags,
     /// Destroyed node handles and the user objects retained by hand (see [`more`]).
     extra: more::Extra,
+}
+
+/// See [`GraphShared`]'s `flags`.
+#[derive(Default)]
+pub(crate) struct Flags {
+    pub(crate) mem: std::sync::atomic::AtomicBool,
+    pub(crate) while_body: std::sync::atomic::AtomicBool,
 }
 
 /// A conditional body known to its root: whether its node is a while loop, the body, and the
@@ -137,6 +148,12 @@ pub(crate) struct GraphShared {
 pub(crate) type Body = (bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>);
 
 impl GraphShared {
+    /// Whether the graph has a memory node (its flag, read without a lock).
+    #[inline]
+    pub(crate) fn has_mem_nodes(&self) -> bool {
+        self.flags.mem.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The graph whose user objects keep what this graph's nodes refer to (itself, or the root
     /// of a conditional body).
     fn keeper(&self) -> &GraphShared {
@@ -492,6 +509,7 @@ impl Graph {
                 mem: Mutex::new(mem::MemNodes::default()),
                 root: None,
                 bodies: Mutex::new(Vec::new()),
+                flags: Flags::default(),
                 extra: Default::default(),
             }),
             _not_sync: PhantomData,
