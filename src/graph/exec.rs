@@ -660,9 +660,13 @@ impl GraphExec {
                 return Some(Err(e));
             }
             kept.config = *config;
+            kept.params.0.func = std::ptr::null_mut();
         }
-        let mut params = kernel_params(function, config, &mut []);
-        params.extra = extra;
+        // The driver's parameters, built again only for another function or configuration.
+        if kept.params.0.func != function.as_raw() {
+            kept.params.0 = kernel_params(function, config, &mut []);
+        }
+        kept.params.0.extra = extra;
         let _l = self.source.objects.lock();
         // Not destroyed meanwhile by the graph's owner on another thread.
         if let Err(e) = super::more::still_live(&self.source, node, CALL_NODE_UPDATE) {
@@ -671,11 +675,12 @@ impl GraphExec {
         // SAFETY: live executable and node of its source graph (kept by `source`); the function
         // and memory checked for this context and kept by the accumulator (above), the
         // arguments' count and sizes the parameters' (`fill_if`), the configuration within the
-        // device's limits; the caller vouches for the rest.
-        Some(a.check(
-            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw.0, raw, &params) },
-            "cuGraphExecKernelNodeSetParams",
-        ))
+        // device's limits, and the parameters this function's and configuration's (built for
+        // them, above) with this call's buffer; the caller vouches for the rest.
+        let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw.0, raw, &kept.params.0) };
+        // (No pointer into this call's buffer is left behind.)
+        kept.params.0.extra = std::ptr::null_mut();
+        Some(a.check(r, "cuGraphExecKernelNodeSetParams"))
     }
 
     /// Keeps `bundle` for the executable (before the node can use it), then runs the update

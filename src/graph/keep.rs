@@ -59,8 +59,41 @@ pub(crate) struct Kept {
     /// thread without shared memory: within every device's limits. (Compared whole, which
     /// costs less than checking it again.)
     pub(crate) config: crate::launch::LaunchConfig,
+    /// The driver's parameters of the last short kernel-node update: its function and `config`
+    /// (the argument list is set for each call). Built again when either changes.
+    pub(crate) params: NodeParams,
     tokens: Vec<Token>,
 }
+
+/// A kernel node's driver parameters kept between calls ([`Kept::params`]): a function
+/// handle, the launch shape, and pointers that each call writes before it passes the struct
+/// (its argument list) or leaves null. At first all zero: no function.
+pub(crate) struct NodeParams(pub(crate) sys::CUDA_KERNEL_NODE_PARAMS);
+
+impl Default for NodeParams {
+    fn default() -> NodeParams {
+        let null: *mut c_void = std::ptr::null_mut();
+        NodeParams(sys::CUDA_KERNEL_NODE_PARAMS {
+            func: null.cast(),
+            gridDimX: 0,
+            gridDimY: 0,
+            gridDimZ: 0,
+            blockDimX: 0,
+            blockDimY: 0,
+            blockDimZ: 0,
+            sharedMemBytes: 0,
+            kernelParams: null.cast(),
+            extra: null.cast(),
+            kern: null.cast(),
+            ctx: null.cast(),
+        })
+    }
+}
+
+// SAFETY: the struct is plain data: a driver function handle (usable from any thread) and
+// pointers that are never followed outside the call that wrote them, on the thread that holds
+// the executable (`&mut`).
+unsafe impl Send for NodeParams {}
 
 /// How many keys [`Kept`] remembers as recent.
 const RECENT: usize = 4;
