@@ -9,13 +9,11 @@
 //! The crate's drop must not wait for that work (the memory is freed once its use is done);
 //! `cuMemFree` and `cudaFree` synchronise the device.
 //!
-//! "1 MiB malloc + free" is `DeviceBuffer::new` and the drop of the unused buffer: a
-//! `cuMemFreeAsync` into the crate's stream for frees (so that the drop waits for no other work)
-//! against `cuMemAlloc` + `cuMemFree`. The figure moves with the machine's state far more than
-//! the others: on two H200 machines of the ninth session 24.9 us against 3.4 (driver) and 3.5
-//! (libcudart), then 57.8 against 122.8 and 121.3 (`probes/free_async_reuse.cu`: the driver does
-//! not reuse memory freed in stream order for the next `cuMemAlloc` until that stream is waited
-//! for, and a query does not change that).
+//! "1 MiB malloc + free" is `DeviceBuffer::new` and the drop of the unused buffer (a block of
+//! the crate's device memory cache, taken and given back) against `cuMemAlloc` + `cuMemFree`
+//! and `cudaMalloc` + `cudaFree`. "1 MiB malloc + memsetAsync + free loop" uses each buffer on
+//! one stream before the free (the crate's drop gives the block back with its use still
+//! queued; `cuMemFree` and `cudaFree` wait for the device).
 
 mod common;
 
@@ -39,6 +37,7 @@ struct Cudart {
     free: unsafe extern "C" fn(*mut c_void) -> CudaError,
     malloc_async: unsafe extern "C" fn(*mut *mut c_void, usize, CudaStream) -> CudaError,
     free_async: unsafe extern "C" fn(*mut c_void, CudaStream) -> CudaError,
+    memset_async: unsafe extern "C" fn(*mut c_void, i32, usize, CudaStream) -> CudaError,
     stream_sync: unsafe extern "C" fn(CudaStream) -> CudaError,
     stream: CudaStream,
 }
@@ -62,6 +61,7 @@ impl Cudart {
             free: sym!(b"cudaFree\0"),
             malloc_async: sym!(b"cudaMallocAsync\0"),
             free_async: sym!(b"cudaFreeAsync\0"),
+            memset_async: sym!(b"cudaMemsetAsync\0"),
             stream_sync: sym!(b"cudaStreamSynchronize\0"),
             _lib: lib,
             stream: std::ptr::null_mut(),
@@ -93,11 +93,12 @@ enum Figure {
     PageableD2H,
     AllocAsync,
     Alloc,
+    AllocUseFree,
     DropInUse,
 }
 
 impl Figure {
-    const ALL: [Figure; 8] = [
+    const ALL: [Figure; 9] = [
         Figure::PinnedH2D,
         Figure::PinnedD2H,
         Figure::WriteCombinedH2D,
@@ -105,6 +106,7 @@ impl Figure {
         Figure::PageableD2H,
         Figure::AllocAsync,
         Figure::Alloc,
+        Figure::AllocUseFree,
         Figure::DropInUse,
     ];
     fn name(self) -> &'static str {
@@ -116,11 +118,15 @@ impl Figure {
             Figure::PageableD2H => "pageable D2H 256 MiB (memcpy)",
             Figure::AllocAsync => "1 MiB mallocAsync + freeAsync",
             Figure::Alloc => "1 MiB malloc + free",
+            Figure::AllocUseFree => "1 MiB malloc + memsetAsync + free loop",
             Figure::DropInUse => "drop of a buffer in use on another stream",
         }
     }
     fn is_copy(self) -> bool {
-        !matches!(self, Figure::AllocAsync | Figure::Alloc | Figure::DropInUse)
+        !matches!(
+            self,
+            Figure::AllocAsync | Figure::Alloc | Figure::AllocUseFree | Figure::DropInUse
+        )
     }
     /// Whether only part of each operation is timed (the drop), not the whole batch.
     fn times_part(self) -> bool {
@@ -129,7 +135,7 @@ impl Figure {
     fn batch(self) -> u64 {
         match self {
             Figure::AllocAsync => 2000,
-            Figure::Alloc => 50,
+            Figure::Alloc | Figure::AllocUseFree => 50,
             Figure::DropInUse => 20,
             _ => 2,
         }
@@ -216,6 +222,9 @@ impl Setup {
                     Figure::PageableD2H => self.dev.copy_to_host(&mut self.pageable),
                     Figure::AllocAsync => DeviceBuffer::<u8>::new_async(SMALL, s).map(drop),
                     Figure::Alloc => DeviceBuffer::<u8>::new(SMALL).map(drop),
+                    Figure::AllocUseFree => {
+                        DeviceBuffer::<u8>::new(SMALL).and_then(|mut b| b.memset_u8_async(1, s))
+                    }
                     Figure::DropInUse => (|| -> cuda_runtime::Result<()> {
                         let one = LaunchConfig::new(1u32, 1u32);
                         if s.query()? {
@@ -281,6 +290,12 @@ impl Setup {
                             ck(sys::cuMemAlloc_v2(&mut p, SMALL), "cuMemAlloc");
                             ck(sys::cuMemFree_v2(p), "cuMemFree");
                         }
+                        Figure::AllocUseFree => {
+                            let mut p = 0u64;
+                            ck(sys::cuMemAlloc_v2(&mut p, SMALL), "cuMemAlloc");
+                            ck(sys::cuMemsetD8Async(p, 1, SMALL, rs), "cuMemsetD8Async");
+                            ck(sys::cuMemFree_v2(p), "cuMemFree");
+                        }
                         Figure::DropInUse => {
                             if idle(rs) {
                                 launch_spin(self.spin, rs, 0, 0, BUSY_NS);
@@ -340,6 +355,12 @@ impl Setup {
                         Figure::Alloc => {
                             let mut p = std::ptr::null_mut();
                             ok((c.malloc)(&mut p, SMALL), "cudaMalloc");
+                            ok((c.free)(p), "cudaFree");
+                        }
+                        Figure::AllocUseFree => {
+                            let mut p = std::ptr::null_mut();
+                            ok((c.malloc)(&mut p, SMALL), "cudaMalloc");
+                            ok((c.memset_async)(p, 1, SMALL, c.stream), "cudaMemsetAsync");
                             ok((c.free)(p), "cudaFree");
                         }
                         Figure::DropInUse => {
@@ -523,6 +544,7 @@ fn main() {
         "targets: page-locked >= 0.98x libcudart; pageable H2D >= 1.5x, D2H >= 1.25x libcudart;"
     );
     println!("         mallocAsync+freeAsync >= 1.0x libcudart and >= 50x cudaMalloc+cudaFree;");
+    println!("         malloc+free and the malloc + memsetAsync + free loop >= 1.0x libcudart;");
     println!(
         "         drop of a buffer in use: the drop alone (1 MiB used behind a {} ms spin on its \
          stream), far below cuMemFree / cudaFree, which wait for the device",

@@ -96,11 +96,25 @@
 //!   neither submits to its per-thread stream nor synchronizes meanwhile.
 //!   [`Device::synchronize`] returns the memory of dropped buffers whose uses
 //!   were all on that device's streams before it returns.
-//!   Page-locked, managed and IPC memory are freed with driver calls that wait for the whole
-//!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuIpcCloseMemHandle`, as
-//!   `cudaFreeHost` does); their drop waits for their own uses and frees on the dropping thread
-//!   (made later from a background thread, those calls deadlocked the driver beside other
-//!   threads' stream-ordered allocations).
+//!   Page-locked, managed and array memory are freed with driver calls that wait for the whole
+//!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuArrayDestroy`, as
+//!   `cudaFreeHost` does) and hold a lock of the driver that other threads' calls need
+//!   meanwhile: their drop returns at once, and a reclaimer of their own frees them once their
+//!   own uses are done and every queue of their device is idle (the call then returns at
+//!   once). Under work that never pauses they wait for the device's next idle moment, which
+//!   [`Device::synchronize`] makes. IPC and external memory are closed on the dropping thread
+//!   once their own uses are done; the end of a [`HostRegistration`] scope unregisters the
+//!   program's memory before its borrow ends, on the calling thread.
+//! * **Device memory cache.** [`DeviceBuffer::new`] takes its memory from a per-device cache of
+//!   whole `cuMemAlloc` blocks, by size class (512-byte steps below 2 MiB, 2 MiB steps above),
+//!   as PyTorch's and CuPy's allocators do: a dropped buffer's block goes back to the cache at
+//!   once with the point of its last use, and is handed out again only once that use is done.
+//!   The cache goes back to the driver when any allocation fails for lack of memory (before it
+//!   is tried again), on [`Device::release_cached_memory`], and with the context at a reset;
+//!   [`Device::cached_memory`] says how much it holds (counted as used by
+//!   [`Device::memory_info`]). A buffer exported for IPC is freed, never cached. Stream-ordered
+//!   buffers ([`DeviceBuffer::new_async`]) use the driver's pools instead. Setting
+//!   `CUDA_RUNTIME_NO_CACHE=1` in the environment turns the cache off.
 //! * **Thread exit.** A thread that ends with work still queued on its per-thread default
 //!   stream waits for that work (its own, nothing else) before the driver tears the stream down:
 //!   that teardown, finding queued work, deadlocked inside the driver against other threads'
@@ -154,6 +168,7 @@ pub use error::{
     error_name, error_string, get_last_error, peek_at_last_error, DeferredError, Error, ErrorCode,
     Result,
 };
+mod cache;
 pub mod entry_point;
 pub mod event;
 pub mod external;

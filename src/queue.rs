@@ -802,6 +802,21 @@ impl Queue {
 
     /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
     /// when the calling thread can record one.
+    /// Whether submission `seq` is known complete (no driver call).
+    #[inline]
+    pub(crate) fn known_done(&self, seq: u64) -> bool {
+        self.state.lock().done >= seq
+    }
+
+    /// Whether submission `seq` is complete, asking the driver (a fence query, recording the
+    /// fence first if there is none) when it is not known.
+    pub(crate) fn poll_done(&self, seq: u64) -> Result<bool> {
+        if self.known_done(seq) {
+            return Ok(true);
+        }
+        self.is_done(seq)
+    }
+
     fn is_done(&self, seq: u64) -> Result<bool> {
         let f = match self.fence_for(seq, true) {
             Ok(Found::Done) => return Ok(true),
@@ -1548,16 +1563,10 @@ struct Grave {
     during: &'static str,
     /// A failed wait was recorded as the device's deferred error (once, not at every poll).
     reported: bool,
-    /// The free waits for the whole device (`cuArrayDestroy`): it is made only once the
-    /// device's queues are idle as well, or [`IDLE_GRACE`] after it was deferred (see
-    /// [`defer_free_blocking`]).
+    /// The free waits for the whole device (`cuArrayDestroy`, `cuMemFreeHost`): it is made only
+    /// once the device's queues are idle as well (see [`defer_free_blocking`]).
     whole_device: bool,
-    since: Instant,
 }
-
-/// How long a free that waits for the whole device waits for the device to be idle before it
-/// is made anyway (work that never pauses must not keep arrays from the driver for ever).
-const IDLE_GRACE: Duration = Duration::from_secs(1);
 
 struct Yard {
     graves: Mutex<Vec<Grave>>,
@@ -1569,12 +1578,11 @@ struct Yard {
 }
 
 /// The yards of deferred frees, each with its reclaimer thread. Yard 0 takes frees that return
-/// at once (`cuMemFreeAsync`, `cuTexObjectDestroy`). Yard 1 takes the destruction of CUDA arrays
-/// (`cuArrayDestroy`, `cuMipmappedArrayDestroy`), which waits for the whole device as `cuMemFree`
-/// does: on a thread of its own it holds up neither the dropping thread nor the other frees.
-/// (Calls that wait for the whole device on host memory, `cuMemFreeHost`, `cuMemHostUnregister`,
-/// managed `cuMemFree` and IPC close, made at an arbitrary later time deadlocked the driver beside
-/// other threads' stream-ordered allocations (measured), so those run on the dropping thread.)
+/// at once (`cuMemFreeAsync`, `cuTexObjectDestroy`). Yard 1 takes the frees that wait for the
+/// whole device, as `cuMemFree` does: the destruction of CUDA arrays (`cuArrayDestroy`,
+/// `cuMipmappedArrayDestroy`) and of the crate's page-locked and managed memory
+/// (`cuMemFreeHost`, `cuMemHostUnregister`, managed `cuMemFree`). On a thread of its own, made
+/// only while the device is idle, it holds up neither the dropping thread nor other frees.
 fn yards() -> &'static [Yard; 2] {
     static YARDS: OnceLock<[Yard; 2]> = OnceLock::new();
     static STARTED: OnceLock<()> = OnceLock::new();
@@ -1610,14 +1618,14 @@ pub(crate) fn defer_free(
 }
 
 /// As [`defer_free`], for a free that waits for the whole device (the destruction of a CUDA
-/// array): it runs on a reclaimer of its own, so that it holds up no other free, and only once
-/// every queue of the device is idle as well. While `cuArrayDestroy` waits for the device it
-/// holds a lock of the driver that every thread's `cuArrayCreate`, `cuEventCreate`,
-/// `cuTexObjectCreate` and copies need (seen on the H200 pair, driver 580: a texture created
-/// beside an array destroy stalled for as long as an unrelated stream's host function ran).
-/// Destroyed when idle, it returns at once and holds the lock for no time. Under work that
-/// never pauses the destroy is made after [`IDLE_GRACE`] anyway (and then holds the lock for as
-/// long as the work queued at that moment runs).
+/// array, the free of page-locked or managed memory): it runs on a reclaimer of its own, so
+/// that it holds up no other free, and only once every queue of the device is idle as well.
+/// While such a call waits for the device it holds a lock of the driver that every thread's
+/// `cuArrayCreate`, `cuEventCreate`, `cuTexObjectCreate` and copies need (on driver 580, a
+/// texture created beside an array destroy stalled for as long as an unrelated stream's host
+/// function ran). Made when idle, it returns at once and holds the lock for no time. Under work
+/// that never pauses, the memory waits for the device's next idle moment (a synchronising call
+/// of the device makes one).
 pub(crate) fn defer_free_blocking(
     device: i32,
     generation: u64,
@@ -1657,7 +1665,6 @@ fn bury_later(
         during,
         reported: false,
         whole_device: yard == 1,
-        since: Instant::now(),
     });
     y.wake.notify_one();
 }
@@ -1715,10 +1722,7 @@ fn ready(g: &mut Grave) -> bool {
         }
     }
     g.waits = keep;
-    g.waits.is_empty()
-        && (!g.whole_device
-            || g.since.elapsed() >= IDLE_GRACE
-            || device_idle(g.device, g.generation))
+    g.waits.is_empty() && (!g.whole_device || device_idle(g.device, g.generation))
 }
 
 fn reclaimer(y: &Yard) {
@@ -2039,6 +2043,8 @@ fn alloc_retry_failed(
 #[inline(never)]
 fn alloc_retry_slow<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
     let device = a.dev.ordinal;
+    // Cached device memory goes back to the driver first.
+    crate::cache::release_if_any(a);
     let end = Instant::now() + Duration::from_secs(2);
     loop {
         let pending = reclaim(device, Duration::from_millis(20));

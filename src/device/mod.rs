@@ -334,10 +334,33 @@ impl Device {
         })())
     }
 
+    /// Gives the device memory that [`DeviceBuffer::new`](crate::DeviceBuffer::new)'s cache
+    /// holds back to the driver (as `torch.cuda.empty_cache()`; libcudart has no cache, so no
+    /// `cuda*` call corresponds). Memory whose last use is done is freed at once and counts as
+    /// free in [`memory_info`](Self::memory_info) when this returns; a block still used by queued
+    /// work is freed once that work is done. Waits only for the crate's own frees, never for
+    /// other work. The crate docs, "Device memory cache", say what the cache does.
+    pub fn release_cached_memory(self) -> Result<()> {
+        record((|| {
+            let a = context::enter(self.ordinal)?;
+            crate::cache::release(&a)?;
+            crate::queue::wait_free_stream(&a)
+        })())
+    }
+
+    /// The bytes of device memory that [`DeviceBuffer::new`](crate::DeviceBuffer::new)'s
+    /// cache holds for this device (blocks of dropped buffers kept for reuse; they count as used
+    /// in [`memory_info`](Self::memory_info)). No `cuda*` call corresponds.
+    pub fn cached_memory(self) -> usize {
+        crate::cache::cached_bytes(self.ordinal)
+    }
+
     /// Free and total memory in bytes, as `(free, total)` (`cudaMemGetInfo` with this device
     /// current). Initialises the device.
     ///
-    /// After [`synchronize`], memory of buffers dropped earlier
+    /// Device memory that the crate's cache holds for later allocations counts as used (see
+    /// [`release_cached_memory`](Self::release_cached_memory)). After [`synchronize`], memory
+    /// of buffers dropped earlier that the cache does not keep
     /// counts as free, as after `cudaFree` + `cudaDeviceSynchronize`. Some memory the driver
     /// keeps for itself and never gives back to this figure, with or without this crate (seen
     /// on H100 and H200, driver 580): about 6 MiB once the process has made its first 16 streams
@@ -604,7 +627,12 @@ impl Device {
     /// function.
     #[doc(alias = "cudaDeviceReset")]
     pub fn reset(self) -> Result<()> {
-        record(device_state(self.ordinal).and_then(|d| d.reset()))
+        let r = device_state(self.ordinal).and_then(|d| d.reset());
+        if r.is_ok() {
+            // The cached blocks died with the context.
+            crate::cache::forget(self.ordinal);
+        }
+        record(r)
     }
 
     /// Takes the errors met in `Drop` of this device's objects (a failed free, say), which had

@@ -274,9 +274,10 @@ fn best_candidate(w: &DeviceRequirements, c: &[Candidate]) -> Option<i32> {
         .count()
     };
     // Distance of a capability from the one wanted: those at or above it first, closest first.
+    // (In 64 bits: any pair of `i32`s a caller or a driver gives weighs without overflow.)
     let distance = |d: &Candidate| {
-        let have = d.cc.0 * 100 + d.cc.1;
-        let want = w.compute_capability.0 * 100 + w.compute_capability.1;
+        let weigh = |(major, minor): (i32, i32)| i64::from(major) * 100 + i64::from(minor);
+        let (have, want) = (weigh(d.cc), weigh(w.compute_capability));
         if have >= want {
             (0, have - want)
         } else {
@@ -766,6 +767,29 @@ mod tests {
         };
         devs[1].integrated = true;
         assert_eq!(best_candidate(&w, &devs), Some(1));
+    }
+
+    #[test]
+    fn choose_weighs_extreme_capabilities_without_overflow() {
+        let devs = [cand(0, (9, 0), 132), cand(1, (i32::MAX, i32::MAX), 8)];
+        for cc in [
+            (i32::MAX, i32::MAX),
+            (i32::MAX, 0),
+            (0, i32::MAX),
+            (i32::MAX - 1, 99),
+        ] {
+            let w = DeviceRequirements {
+                compute_capability: cc,
+                ..Default::default()
+            };
+            // Only the device of the extreme capability meets it.
+            assert_eq!(best_candidate(&w, &devs), Some(1), "{cc:?}");
+        }
+        let w = DeviceRequirements {
+            compute_capability: (9, 0),
+            ..Default::default()
+        };
+        assert_eq!(best_candidate(&w, &devs), Some(0));
     }
 
     #[test]

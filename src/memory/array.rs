@@ -22,7 +22,7 @@
 //! through the crate's one enqueue path, as for device buffers. Dropping an array never waits:
 //! the driver's `cuArrayDestroy` waits for the whole device (measured: 200 ms behind an
 //! unrelated kernel, as `cudaFreeArray` does), so the array is destroyed by a background thread
-//! of its own once the work that used it is done. Texture and surface objects keep their array
+//! of its own once the work that used it is done and the device is idle. Texture and surface objects keep their array
 //! alive; a mipmap level keeps its mipmapped array alive.
 
 use std::marker::PhantomData;
@@ -865,7 +865,7 @@ impl Drop for ArrayInner {
 /// through the crate's one enqueue path, as for device buffers. Dropping an array never waits:
 /// the driver's `cuArrayDestroy` waits for the whole device (measured: 200 ms behind an
 /// unrelated kernel, as `cudaFreeArray` does), so the array is destroyed by a background thread
-/// of its own once the work that used it is done (`cudaFreeArray`). Texture and surface objects
+/// of its own once the work that used it is done and the device is idle (`cudaFreeArray`). Texture and surface objects
 /// keep their array alive; a mipmap level keeps its mipmapped array alive.
 ///
 /// ```no_run

@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::host::{host_side, HostSide, PageLocked, PageLockedMut};
@@ -85,6 +86,9 @@ pub struct Alloc {
     /// Memory imported from another process's pool (`cuMemPoolImportPointer`): freed as usual,
     /// and forgotten by the registry of imported pointers when freed.
     pub(crate) pool_import: bool,
+    /// A block of the device memory cache ([`crate::cache`]), given back to it when dropped;
+    /// cleared when the memory is exported for IPC (then freed as usual).
+    pub(crate) cached: AtomicBool,
     /// A buffer mapped from external memory (`cuExternalMemoryGetMappedBuffer`): freed with
     /// `cuMemFree` on the dropping thread once its uses are done, then the external memory
     /// (kept alive until then) may be destroyed.
@@ -173,6 +177,7 @@ impl Alloc {
             rare: RareCell(ManuallyDrop::new(OnceLock::new())),
             ipc: false,
             pool_import: false,
+            cached: AtomicBool::new(false),
             external: None,
             host: None,
         }
@@ -452,6 +457,14 @@ impl Alloc {
         }
         if self.bytes == 0 {
             return;
+        }
+        if *self.cached.get_mut() {
+            // Back to the device's cache, with the points of its uses not known complete.
+            if let Some(class) = crate::cache::class(self.bytes) {
+                let waits = self.uses.take_points();
+                crate::cache::give_back(device, generation, ptr, class, waits);
+                return;
+            }
         }
         let ipc = self.ipc;
         // Set when the allocation's own stream may be captured: the allocation point is waited
@@ -1531,7 +1544,22 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
-        if bytes > 0 {
+        // `cudaMalloc`: a block of the device's cache, or a new one of the size class.
+        let class = match home {
+            None if bytes > 0 => crate::cache::class(bytes).filter(|_| crate::cache::enabled()),
+            _ => None,
+        };
+        if let Some(class) = class {
+            match crate::cache::take(&a, class) {
+                Some(p) => ptr = p,
+                None => queue::alloc_retry_rc(
+                    &a,
+                    || "cuMemAlloc",
+                    // SAFETY: the context is current; valid out-parameter.
+                    || unsafe { sys::cuMemAlloc_v2(&mut ptr, class) },
+                )?,
+            }
+        } else if bytes > 0 {
             let call = || match (home, pool) {
                 (Some(_), Some(_)) => "cuMemAllocFromPoolAsync",
                 (Some(_), None) => "cuMemAllocAsync",
@@ -1558,9 +1586,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             _ => None,
         };
         drop(entry);
-        // (Built in one expression, in place.)
+        let alloc = Alloc::with(ptr, bytes, device, a.generation(), home);
+        if class.is_some() {
+            alloc.cached.store(true, Ordering::Relaxed);
+        }
         Ok(DeviceBuffer {
-            alloc: Alloc::with(ptr, bytes, device, a.generation(), home),
+            alloc,
             len,
             _t: PhantomData,
         })

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::device::{sealed, Alloc, Keep};
 use super::{DeviceRead, DeviceRepr, DeviceWrite};
-use crate::context::{self, HostBorrow};
+use crate::context::{self, Active, HostBorrow};
 use crate::driver::{sys, Raw};
 use crate::error::{record, Error, ErrorCode, Result};
 use crate::queue::Uses;
@@ -244,79 +244,95 @@ impl HostSide {
     ///
     /// The driver's calls that free host-reachable memory (`cuMemHostUnregister`,
     /// `cuMemFreeHost`, `cuMemFree` of managed memory) wait for the whole device, as
-    /// `cudaFreeHost` does; made later from a background thread they deadlocked the driver
-    /// beside other threads' stream-ordered allocations (measured on driver 580). So the drop
-    /// waits for the memory's own uses (exactly, through their fences) and frees here, on the
-    /// dropping thread; inside a host function, where no CUDA call may run, the free is left
-    /// to the next crate call.
+    /// `cudaFreeHost` does, and hold a lock of the driver meanwhile that other threads' calls
+    /// need. Memory the crate owns (page-locked and managed buffers) is therefore freed by the
+    /// reclaimer of whole-device frees once its own uses are done and every queue of its device
+    /// is idle, when the free returns at once; the drop itself never waits. A registration of
+    /// the program's memory ([`HostRegistration`]) must be undone before the program's borrow
+    /// ends: its scope waits for its own uses and unregisters on the calling thread.
     #[allow(clippy::boxed_local)] // taken as the allocation holds it
     pub(crate) fn finish(
         self: Box<Self>,
         ptr: u64,
         device: i32,
         generation: u64,
-        uses: Uses,
+        mut uses: Uses,
         views: usize,
     ) {
         context::forget_borrows(device, views);
-        if context::in_host_fn() {
-            context::defer_release(move || self.finish_now(ptr, device, generation, uses));
-            return;
-        }
-        self.finish_now(ptr, device, generation, uses);
-    }
-
-    #[allow(clippy::boxed_local)] // moved on from `finish`
-    fn finish_now(self: Box<Self>, ptr: u64, device: i32, generation: u64, uses: Uses) {
-        if let Err(e) = uses.wait(true) {
-            if let Ok(d) = context::device_state(device) {
-                d.defer(
-                    "waiting for work that uses page-locked or managed memory",
-                    e,
-                );
-            }
-        }
         let host = self.host_ptr;
-        match self.kind {
-            HostKind::Empty => {}
-            HostKind::Registered(layout) => {
-                context::release(device, generation, "unregistering host memory", move |a| {
-                    // SAFETY: `host` was registered in this (live) context and no work uses it.
-                    a.check(
-                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                        "cuMemHostUnregister",
-                    )
-                });
-                // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it, and
-                // the registration is gone (undone above, or died with its context).
-                unsafe { std::alloc::dealloc(host.0, layout) };
-            }
+        let (during, free): (&'static str, FreeHost) = match self.kind {
+            HostKind::Empty => return,
             HostKind::Borrowed => {
-                context::release(device, generation, "unregistering host memory", move |a| {
-                    // SAFETY: as above; the memory itself belongs to the program.
-                    a.check(
-                        unsafe { sys::cuMemHostUnregister(host.get().cast()) },
-                        "cuMemHostUnregister",
-                    )
-                });
+                if context::in_host_fn() {
+                    context::defer_release(move || unregister_now(host, device, generation, uses));
+                } else {
+                    unregister_now(host, device, generation, uses);
+                }
+                return;
             }
-            HostKind::HostAlloc => {
-                context::release(device, generation, "freeing page-locked memory", move |a| {
-                    // SAFETY: `cuMemHostAlloc` memory of this live context, unused.
-                    a.check(
-                        unsafe { sys::cuMemFreeHost(host.get().cast()) },
-                        "cuMemFreeHost",
-                    )
-                });
-            }
-            HostKind::Managed => {
-                context::release(device, generation, "freeing managed memory", move |a| {
+            HostKind::Registered(layout) => (
+                "unregistering host memory",
+                Box::new(move |a: Option<&Active>| {
+                    let r = a.map_or(Ok(()), |a| {
+                        // SAFETY: `host` was registered in this (live) context and no work
+                        // uses it.
+                        a.check(
+                            unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                            "cuMemHostUnregister",
+                        )
+                    });
+                    // SAFETY: allocated by `alloc_zeroed` with this layout; no work uses it,
+                    // and the registration is gone (undone above, or died with its context).
+                    unsafe { std::alloc::dealloc(host.0, layout) };
+                    r
+                }),
+            ),
+            HostKind::HostAlloc => (
+                "freeing page-locked memory",
+                Box::new(move |a: Option<&Active>| {
+                    a.map_or(Ok(()), |a| {
+                        // SAFETY: `cuMemHostAlloc` memory of this live context, unused.
+                        a.check(
+                            unsafe { sys::cuMemFreeHost(host.get().cast()) },
+                            "cuMemFreeHost",
+                        )
+                    })
+                }),
+            ),
+            HostKind::Managed => (
+                "freeing managed memory",
+                Box::new(move |a: Option<&Active>| {
                     // SAFETY: managed memory of this live context, unused.
-                    a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
-                });
-            }
+                    a.map_or(Ok(()), |a| {
+                        a.check(unsafe { sys::cuMemFree_v2(ptr) }, "cuMemFree")
+                    })
+                }),
+            ),
+        };
+        let waits = uses.take_points();
+        crate::queue::defer_free_blocking(device, generation, waits, during, free);
+    }
+}
+
+/// Frees host-reachable memory in its live context (`Some`), or after a reset (`None`).
+type FreeHost = Box<dyn FnOnce(Option<&Active>) -> Result<()> + Send>;
+
+/// Waits for the uses of the program's registered memory at `host` and unregisters it (the end
+/// of a [`HostRegistration`] scope).
+fn unregister_now(host: Raw<u8>, device: i32, generation: u64, uses: Uses) {
+    if let Err(e) = uses.wait(true) {
+        if let Ok(d) = context::device_state(device) {
+            d.defer("waiting for work that uses registered host memory", e);
         }
     }
+    context::release(device, generation, "unregistering host memory", move |a| {
+        // SAFETY: the program's memory, registered in this (live) context; no work uses it.
+        a.check(
+            unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+            "cuMemHostUnregister",
+        )
+    });
 }
 
 /// A CPU view of page-locked or managed memory ([`PinnedBuffer::as_slice`]): no device work

@@ -119,6 +119,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 });
             }
             let ctx = context::enter_handle(a.device, a.generation, "device buffer")?;
+            // Another process may map the memory from now on: it is freed, never cached for
+            // another buffer of this process.
+            a.cached.store(false, std::sync::atomic::Ordering::Relaxed);
             let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
             // SAFETY: live `cuMemAlloc` allocation of this context; valid out-parameter.
             ctx.check(

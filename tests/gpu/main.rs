@@ -14,6 +14,7 @@
 //! instead of failing (other processes share the GPU), and `CUDA_RUNTIME_TEST_TOOL=racecheck`
 //! leaves out the transpose test's 2^27-block grid (too slow under that tool).
 
+mod allocation;
 mod capture;
 mod common;
 mod device;
@@ -59,6 +60,7 @@ fn main() {
     if let Ok(name) = std::env::var(common::CHILD_VAR) {
         let child = launch::CHILDREN
             .iter()
+            .chain(allocation::CHILDREN)
             .chain(dynamic_parallelism::CHILDREN)
             .chain(host_memory::CHILDREN)
             .chain(safety::CHILDREN)
@@ -115,6 +117,7 @@ fn main() {
         (None, _) => (false, None),
     };
     let all: Vec<&GpuTest> = [
+        allocation::TESTS,
         capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,

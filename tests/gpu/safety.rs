@@ -89,6 +89,13 @@ fn stall_until(release: Arc<AtomicBool>) -> impl FnOnce() + Send + 'static {
     }
 }
 
+/// `dev`, once the device memory cache has given what it holds back to the driver (memory the
+/// checks below count must be the driver's, not kept for reuse).
+fn released(dev: Device) -> Device {
+    dev.release_cached_memory().unwrap();
+    dev
+}
+
 /// Waits (synchronising the device and retrying) until the device's free memory is back to
 /// `base` within [`MEMORY_SLACK`]; fails when that takes more than 2 s, saying whether it came
 /// back later (within 12 s) or not at all. Prints both figures.
@@ -103,7 +110,7 @@ fn expect_memory_back_within(dev: Device, base: usize, slack: usize, what: &str)
     let mut missing_at_deadline = None;
     loop {
         cuda_runtime::device::synchronize().unwrap();
-        let (free, _) = dev.memory_info().unwrap();
+        let (free, _) = released(dev).memory_info().unwrap();
         if free + slack >= base {
             eprintln!(
                 "{what}: free memory {} MiB, baseline {} MiB, after {:?}",
@@ -733,7 +740,7 @@ fn drop_in_use_child() {
     s2.launch_host_fn(|| ()).unwrap();
     drop(w);
     cuda_runtime::device::synchronize().unwrap();
-    let (base, _) = dev.memory_info().unwrap();
+    let (base, _) = released(dev).memory_info().unwrap();
     let len = 16 << 20; // 64 MiB of f32, so that a leak shows
     let summed = 1 << 18;
     for kind in [
@@ -796,7 +803,7 @@ fn safety_dropped_memory_is_free_after_synchronize() {
     let dev = Device::current().unwrap();
     let s = non_blocking();
     cuda_runtime::device::synchronize().unwrap();
-    let (base, _) = dev.memory_info().unwrap();
+    let (base, _) = released(dev).memory_info().unwrap();
     for round in 0..3 {
         // Four buffers of 64 MiB, written on a non-blocking stream and checked, then dropped on
         // four threads once their work is done.
@@ -818,7 +825,7 @@ fn safety_dropped_memory_is_free_after_synchronize() {
         for (h, &v) in heads.iter().zip(&values) {
             assert_same(&format!("round {round}: fill"), h, &vec![v; 1024]);
         }
-        let (in_use, _) = dev.memory_info().unwrap();
+        let (in_use, _) = released(dev).memory_info().unwrap();
         memory_check(in_use + (256 << 20) <= base + MEMORY_SLACK, || {
             format!(
                 "round {round}: the 256 MiB allocated do not show in memory_info ({} MiB \
@@ -833,7 +840,7 @@ fn safety_dropped_memory_is_free_after_synchronize() {
             }
         });
         cuda_runtime::device::synchronize().unwrap();
-        let (free, _) = dev.memory_info().unwrap();
+        let (free, _) = released(dev).memory_info().unwrap();
         memory_check(free + MEMORY_SLACK >= base, || {
             format!(
                 "round {round}: right after device::synchronize, {} MiB free against a \
@@ -879,13 +886,13 @@ fn memory_kinds_child() {
     // `f` is given the baseline of free memory, to check that what it holds is counted.
     let missing_after = |what: &str, f: &mut dyn FnMut(usize)| -> usize {
         cuda_runtime::device::synchronize().unwrap();
-        let (base, _) = dev.memory_info().unwrap();
+        let (base, _) = released(dev).memory_info().unwrap();
         f(base);
         let t0 = Instant::now();
         let mut first = None;
         loop {
             cuda_runtime::device::synchronize().unwrap();
-            let (free, _) = dev.memory_info().unwrap();
+            let (free, _) = released(dev).memory_info().unwrap();
             let missing = base.saturating_sub(free) >> 20;
             first.get_or_insert(missing);
             if missing == 0 || t0.elapsed() > Duration::from_secs(2) {
@@ -906,7 +913,7 @@ fn memory_kinds_child() {
         // Whether the memory of the 64 MiB buffer shows as used while it lives (else the check
         // of its return could not fail).
         let held = |what: &str, base: usize| {
-            let (free, _) = dev.memory_info().unwrap();
+            let (free, _) = released(dev).memory_info().unwrap();
             memory_check(free + (N * 4) <= base + MEMORY_SLACK, || {
                 format!(
                     "{what}: the 64 MiB allocated do not show in memory_info ({} MiB free, \
@@ -1859,13 +1866,13 @@ fn stress_child() {
     // before the eighth session's fix: frees queued in the crate's stream for frees, which
     // `device::synchronize` did not wait for.)
     cuda_runtime::device::synchronize().unwrap();
-    let (before_warm_up, _) = dev.memory_info().unwrap();
+    let (before_warm_up, _) = released(dev).memory_info().unwrap();
     // (The times since the start: under compute-sanitizer the child is stopped by its parent's
     // watchdog and its output shows how far it came.)
     let t0 = Instant::now();
     let warm = stress_round(&mut r, STRESS_TIME / 2, true);
     cuda_runtime::device::synchronize().unwrap();
-    let (base, _) = dev.memory_info().unwrap();
+    let (base, _) = released(dev).memory_info().unwrap();
     eprintln!(
         "warm-up round: results checked per thread: {warm:?}; {} MiB kept after it ({:?})",
         before_warm_up.saturating_sub(base) >> 20,
