@@ -106,11 +106,12 @@
 //!   once their own uses are done; the end of a [`HostRegistration`] scope unregisters the
 //!   program's memory before its borrow ends, on the calling thread.
 //! * **Device memory cache.** [`DeviceBuffer::new`] takes its memory from a per-device cache of
-//!   whole `cuMemAlloc` blocks, by size class (512-byte steps below 2 MiB, 2 MiB steps above),
-//!   as PyTorch's and CuPy's allocators do: a dropped buffer's block goes back to the cache at
-//!   once with the point of its last use, and is handed out again only once that use is done.
-//!   The cache goes back to the driver when any allocation fails for lack of memory (before it
-//!   is tried again), on [`Device::release_cached_memory`], and with the context at a reset;
+//!   whole `cuMemAlloc` blocks, reused for buffers of the same byte size, as PyTorch's and
+//!   CuPy's allocators do: a dropped buffer's block joins the cache once its own uses are done
+//!   (at once when none is pending, else through the reclaimer), so a cached block is ready
+//!   for work on any stream. The cache holds at most half the device's memory; it goes back
+//!   to the driver when any allocation fails for lack of memory (before it is tried again), on
+//!   [`Device::release_cached_memory`], and with the context at a reset;
 //!   [`Device::cached_memory`] says how much it holds (counted as used by
 //!   [`Device::memory_info`]). A buffer exported for IPC is freed, never cached. Stream-ordered
 //!   buffers ([`DeviceBuffer::new_async`]) use the driver's pools instead. Setting

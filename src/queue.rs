@@ -802,21 +802,6 @@ impl Queue {
 
     /// Whether submission `seq` is complete, without blocking. Makes sure a fence exists first
     /// when the calling thread can record one.
-    /// Whether submission `seq` is known complete (no driver call).
-    #[inline]
-    pub(crate) fn known_done(&self, seq: u64) -> bool {
-        self.state.lock().done >= seq
-    }
-
-    /// Whether submission `seq` is complete, asking the driver (a fence query, recording the
-    /// fence first if there is none) when it is not known.
-    pub(crate) fn poll_done(&self, seq: u64) -> Result<bool> {
-        if self.known_done(seq) {
-            return Ok(true);
-        }
-        self.is_done(seq)
-    }
-
     fn is_done(&self, seq: u64) -> Result<bool> {
         let f = match self.fence_for(seq, true) {
             Ok(Found::Done) => return Ok(true),

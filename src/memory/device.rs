@@ -459,12 +459,10 @@ impl Alloc {
             return;
         }
         if *self.cached.get_mut() {
-            // Back to the device's cache, with the points of its uses not known complete.
-            if let Some(class) = crate::cache::class(self.bytes) {
-                let waits = self.uses.take_points();
-                crate::cache::give_back(device, generation, ptr, class, waits);
-                return;
-            }
+            // Back to the device's cache, once the uses not known complete are done.
+            let waits = self.uses.take_points();
+            crate::cache::give_back(device, generation, ptr, self.bytes, waits);
+            return;
         }
         let ipc = self.ipc;
         // Set when the allocation's own stream may be captured: the allocation point is waited
@@ -1544,19 +1542,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         let device = a.dev.ordinal;
         let mut ptr: sys::CUdeviceptr = 0;
-        // `cudaMalloc`: a block of the device's cache, or a new one of the size class.
-        let class = match home {
-            None if bytes > 0 => crate::cache::class(bytes).filter(|_| crate::cache::enabled()),
-            _ => None,
-        };
-        if let Some(class) = class {
-            match crate::cache::take(&a, class) {
+        // `cudaMalloc`: a block of the device's cache, or a new one.
+        let cached = home.is_none() && bytes > 0 && crate::cache::enabled();
+        if cached {
+            match crate::cache::take(&a, bytes) {
                 Some(p) => ptr = p,
                 None => queue::alloc_retry_rc(
                     &a,
                     || "cuMemAlloc",
                     // SAFETY: the context is current; valid out-parameter.
-                    || unsafe { sys::cuMemAlloc_v2(&mut ptr, class) },
+                    || unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
                 )?,
             }
         } else if bytes > 0 {
@@ -1587,7 +1582,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         drop(entry);
         let alloc = Alloc::with(ptr, bytes, device, a.generation(), home);
-        if class.is_some() {
+        if cached {
             alloc.cached.store(true, Ordering::Relaxed);
         }
         Ok(DeviceBuffer {
