@@ -215,7 +215,9 @@ unsafe extern "C" fn log_trampoline(
 /// thread that caused it (`cudaLogsRegisterCallback`); dropping the returned [`LogCallback`]
 /// unregisters it. `f` must not call into CUDA: the crate's calls made from it are refused
 /// with [`Error::InHostFunction`], as in host functions (the driver calls it inside the call
-/// that failed). A panic in `f` is caught and dropped.
+/// that failed), and what it drops is released at the crate's next call. A panic in `f` is
+/// caught and dropped. A registration dropped inside a callback of the driver (its own
+/// included) stops its calls at once and is unregistered at the crate's next call.
 #[doc(alias = "cudaLogsRegisterCallback")]
 #[doc(alias = "cudaLogsUnregisterCallback")]
 pub fn register_callback(

@@ -672,8 +672,11 @@ impl Device {
     /// this device (`cudaDeviceRegisterAsyncNotification`); dropping the returned registration
     /// unregisters it (`cudaDeviceUnregisterAsyncNotification`).
     ///
-    /// `f` must not call into CUDA (the runtime forbids it). A panic in `f` is caught and
-    /// dropped. On platforms without such notifications (the budget is a Windows / WDDM and
+    /// `f` must not call into CUDA (the runtime forbids it): the crate's calls made from it are
+    /// refused with [`Error::InHostFunction`], and what it drops is released at the crate's next
+    /// call, as in host functions. A panic in `f` is caught and dropped. A registration dropped
+    /// inside a callback of the driver stops its calls at once and is unregistered at the
+    /// crate's next call. On platforms without such notifications (the budget is a Windows / WDDM and
     /// Tegra concept), registering succeeds or fails with the driver's `cudaErrorNotSupported`.
     #[doc(alias = "cudaDeviceRegisterAsyncNotification")]
     #[doc(alias = "cudaDeviceUnregisterAsyncNotification")]
