@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicUsize;
 use parking_lot::Mutex;
 
 use super::device::{sealed, Alloc, Keep};
+use super::registered::{page_size, Registered};
 use super::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::context::{self, HostBorrow};
 use crate::driver::{sys, Raw};
@@ -89,6 +90,9 @@ pub(crate) struct HostSide {
     /// [`Alloc`]: only memory with a host side has CPU views, and a smaller `Alloc` moves
     /// faster.)
     pub(crate) views: AtomicUsize,
+    /// The record of a registration of the program's memory ([`HostKind::Borrowed`]), kept
+    /// until it is undone.
+    pub(crate) registered: Option<Registered>,
 }
 
 impl HostSide {
@@ -108,6 +112,7 @@ impl HostSide {
             cpu_writable: writable,
             waiting: Mutex::new(()),
             views: AtomicUsize::new(0),
+            registered: None,
         }
     }
 
@@ -267,7 +272,7 @@ impl HostSide {
     }
 
     #[allow(clippy::boxed_local)] // moved on from `finish`
-    fn finish_now(self: Box<Self>, ptr: u64, device: i32, generation: u64, uses: Uses) {
+    fn finish_now(mut self: Box<Self>, ptr: u64, device: i32, generation: u64, uses: Uses) {
         if let Err(e) = uses.wait(true) {
             if let Ok(d) = context::device_state(device) {
                 d.defer(
@@ -292,12 +297,24 @@ impl HostSide {
                 unsafe { std::alloc::dealloc(host.0, layout) };
             }
             HostKind::Borrowed => {
+                // Copies of plain slices in these pages that were in the driver's hands when
+                // the registration was made may be transferring them directly: they end first.
+                // Later ones never reach the driver while the registration is recorded.
+                let registered = self.registered.take();
+                if let Some(r) = &registered {
+                    r.settle();
+                }
                 context::release(device, generation, "unregistering host memory", move |a| {
-                    // SAFETY: as above; the memory itself belongs to the program.
-                    a.check(
+                    // SAFETY: as above; the memory itself belongs to the program, and no copy
+                    // of a plain slice transfers its pages directly (settled above).
+                    let r = a.check(
                         unsafe { sys::cuMemHostUnregister(host.get().cast()) },
                         "cuMemHostUnregister",
-                    )
+                    );
+                    // Forgotten once the pages are unlocked (also when the release does not run:
+                    // the registration died with its context).
+                    drop(registered);
+                    r
                 });
             }
             HostKind::HostAlloc => {
@@ -967,8 +984,15 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
             (p.cast::<u8>(), HostKind::HostAlloc)
         } else {
-            let layout = Layout::from_size_align(bytes, 4096.max(std::mem::align_of::<T>()))
-                .map_err(|_| alloc_error("cudaHostAlloc"))?;
+            // Whole pages of its own: the driver locks whole pages, and unlocking them at the
+            // drop must not unlock memory of the program's that a copy is transferring.
+            let page = page_size();
+            let layout = bytes
+                .checked_next_multiple_of(page)
+                .and_then(|size| {
+                    Layout::from_size_align(size, page.max(std::mem::align_of::<T>())).ok()
+                })
+                .ok_or_else(|| alloc_error("cudaHostAlloc"))?;
             // SAFETY: `layout` has a non-zero size.
             let p = unsafe { std::alloc::alloc_zeroed(layout) };
             if p.is_null() {
@@ -1217,15 +1241,21 @@ fn scope<T: DeviceRepr, R>(
     let a = context::enter_current()?;
     let (device, generation) = (a.dev.ordinal, a.generation());
     let host = ptr.cast::<u8>();
+    let mut registered = None;
     let kind = if bytes == 0 {
         HostKind::Empty
     } else {
+        // Recorded first: from now on a copy of a plain slice in these pages (another
+        // thread's, say) never lets the driver transfer it directly, and the copies in the
+        // driver's hands now are waited for before the pages are unlocked (`finish_now`).
+        let record = Registered::record(host, bytes);
         // SAFETY: `ptr..ptr+bytes` is memory the caller lends for the whole call, which ends
         // only after the registration is undone (in `alloc`'s drop below).
         a.check(
             unsafe { sys::cuMemHostRegister_v2(host.cast(), bytes, flags.bits()) },
             "cuMemHostRegister",
         )?;
+        registered = Some(record);
         HostKind::Borrowed
     };
     // The driver's read-only registration is read-only for the device whichever call asked
@@ -1233,6 +1263,7 @@ fn scope<T: DeviceRepr, R>(
     let device_writable = !flags.contains(HostRegisterFlags::READ_ONLY);
     let mut side = HostSide::new(kind, host, false, false, device_writable);
     side.cpu_writable = cpu_writable;
+    side.registered = registered;
     let mut alloc = Alloc::host(host as u64, bytes, device, generation, side);
     if flags.contains(HostRegisterFlags::MAPPED) && bytes > 0 {
         let mut dptr = 0u64;

@@ -14,6 +14,7 @@
 //! instead of failing (other processes share the GPU), and `CUDA_RUNTIME_TEST_TOOL=racecheck`
 //! leaves out the transpose test's 2^27-block grid (too slow under that tool).
 
+mod callbacks;
 mod capture;
 mod common;
 mod device;
@@ -65,6 +66,7 @@ fn main() {
             .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .chain(peer::CHILDREN)
+            .chain(callbacks::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -115,6 +117,7 @@ fn main() {
         (None, _) => (false, None),
     };
     let all: Vec<&GpuTest> = [
+        callbacks::TESTS,
         capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,
