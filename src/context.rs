@@ -694,6 +694,25 @@ impl Drop for HostFnScope {
     }
 }
 
+/// Runs `f` as every callback the driver makes on its own threads must run (asynchronous
+/// notifications, log callbacks): inside a [`HostFnScope`], so that crate calls made by `f` are
+/// refused and what `f` drops, `f` itself included, is released later; with a panic caught and
+/// returned as its message. Nothing unwinds out, not even a panic of the payload's drop.
+pub(crate) fn run_callback(f: impl FnOnce()) -> std::result::Result<(), String> {
+    let _scope = HostFnScope::enter();
+    let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(()) => return Ok(()),
+        Err(p) => p,
+    };
+    let message = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into());
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(p)));
+    Err(message)
+}
+
 /// Whether the calling thread is inside a host function. (Inline: a thread-local read, asked on
 /// every entry.)
 #[inline]
@@ -711,6 +730,22 @@ pub(crate) fn defer_release(f: impl FnOnce() + Send + 'static) {
     ORPHANS.lock().push(Box::new(f));
     HAVE_ORPHANS.store(true, Ordering::Release);
 }
+
+/// Takes the releases deferred so far without running them and returns how many there were;
+/// the tests that count them hold [`ORPHANS_IN_TEST`].
+#[cfg(test)]
+pub(crate) fn discard_orphans() -> usize {
+    let list = std::mem::take(&mut *ORPHANS.lock());
+    HAVE_ORPHANS.store(false, Ordering::Release);
+    let n = list.len();
+    // Dropped, not run: a test's deferred release may name a handle no driver knows.
+    std::mem::forget(list);
+    n
+}
+
+/// Held by the unit tests that count deferred releases, one at a time.
+#[cfg(test)]
+pub(crate) static ORPHANS_IN_TEST: Mutex<()> = Mutex::new(());
 
 #[inline]
 fn run_orphans() {
@@ -992,5 +1027,65 @@ fn release_entered(
     };
     if let Err(e) = r {
         a.dev.defer(during, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{HostRegisterFlags, HostRegistration};
+
+    /// Records, when dropped, whether it was dropped inside the host-function scope.
+    struct Probe(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let at = if in_host_fn() {
+                "dropped inside"
+            } else {
+                "dropped outside"
+            };
+            self.0.lock().push(at);
+        }
+    }
+
+    #[test]
+    fn a_driver_callback_runs_in_the_host_function_scope() {
+        assert!(!in_host_fn());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let probe = Probe(seen.clone());
+        let s2 = seen.clone();
+        let r = run_callback(move || {
+            let _captured = &probe;
+            s2.lock().push(if in_host_fn() {
+                "ran inside"
+            } else {
+                "ran outside"
+            });
+            // A crate call is refused before it reaches the driver.
+            let data = [7u8; 16];
+            let e = HostRegistration::with_read_only(&data, HostRegisterFlags::empty(), |_| ())
+                .unwrap_err();
+            assert!(matches!(e, Error::InHostFunction { .. }), "{e:?}");
+            s2.lock().push("refused");
+        });
+        assert_eq!(r, Ok(()));
+        assert!(!in_host_fn(), "the scope ends with the callback");
+        // The closure's captures are dropped inside the scope too.
+        assert_eq!(*seen.lock(), ["ran inside", "refused", "dropped inside"]);
+    }
+
+    #[test]
+    fn a_panic_in_a_driver_callback_is_caught_and_the_scope_restored() {
+        let r = run_callback(|| panic!("callback {} failed", 3));
+        assert_eq!(r, Err("callback 3 failed".to_string()));
+        assert!(!in_host_fn());
+        // Nested in a host function, the scope stays open after the callback.
+        let _outer = HostFnScope::enter();
+        assert_eq!(
+            run_callback(|| std::panic::panic_any(5u8)),
+            Err("non-string panic payload".into())
+        );
+        assert!(in_host_fn());
     }
 }

@@ -13,7 +13,6 @@
 //! ```
 
 use std::ffi::{c_char, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -158,54 +157,67 @@ impl std::fmt::Debug for LogCallback {
 
 impl Drop for LogCallback {
     fn drop(&mut self) {
-        // SAFETY: registered by `register_callback`, unregistered once (its only owner).
-        // A failure has nowhere to go: the callback is disarmed below either way.
-        let _ = unsafe { sys::cuLogsUnregisterCallback(self.handle.get()) };
+        // Disarmed first: a call in progress holds its own clone, dropped when it returns.
         let f = self.slot.f.lock().take();
+        let handle = self.handle;
+        if crate::context::in_host_fn() {
+            // Inside a callback of the driver (this very one, dropping its own registration,
+            // or a host function) no CUDA call may be made: the driver would unregister an
+            // entry of the list it is walking. The callback is disarmed above; the next call
+            // of the crate unregisters it.
+            crate::context::defer_release(move || unregister(handle));
+        } else {
+            unregister(handle);
+        }
         drop(f);
     }
 }
 
+/// Unregisters a log callback (`cuLogsUnregisterCallback`).
+fn unregister(handle: Raw<sys::CUlogsCallbackEntry_st>) {
+    // SAFETY: registered by `register_callback` and unregistered once, here, by its only owner.
+    // A failure has nowhere to go: the callback is disarmed either way.
+    let _ = unsafe { sys::cuLogsUnregisterCallback(handle.get()) };
+}
+
 /// The driver's callback, with the level taken as the plain integer it is (a value the
-/// bindings' enum lacks must never be materialised as that enum).
+/// bindings' enum lacks must never be materialised as that enum). The driver calls it inside
+/// the failing call, so inside the crate's call that made it: it runs in the scope of every
+/// driver callback ([`crate::context::run_callback`]), so that crate calls from `f` are refused
+/// as in host functions (an allocation in the callback of a failed allocation would fail and
+/// log again, recursing until the stack overflowed), and what `f` drops, `f` itself included
+/// when the registration went meanwhile, is released later. Nothing unwinds into the driver.
 unsafe extern "C" fn log_trampoline(
     data: *mut c_void,
     level: u32,
     message: *mut c_char,
     length: usize,
 ) {
-    // SAFETY: `data` is the leaked `LogSlot` given at registration; never freed.
-    let slot = unsafe { &*data.cast::<LogSlot>() };
-    let Some(f) = slot.f.lock().clone() else {
-        return;
-    };
-    // The driver calls this inside the failing call, so inside the crate's call that made it:
-    // crate calls from `f` are refused as in host functions (review rev-g15: an allocation in
-    // the callback of a failed allocation failed and logged again, recursing until the stack
-    // overflowed), and what `f` drops is released later.
-    let _scope = crate::context::HostFnScope::enter();
-    let text = if message.is_null() {
-        String::new()
-    } else {
-        // SAFETY: the driver passes `length` valid bytes for the duration of the call.
-        let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), length) };
-        let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
-        String::from_utf8_lossy(bytes).into_owned()
-    };
-    let level = LogLevel::from_raw(level);
-    // Nothing may unwind into the driver (an abort): not a panic of `f`, nor one of its
-    // payload's drop, nor one of the closure's drop (the last clone, when it was unregistered
-    // meanwhile).
-    if let Err(p) = catch_unwind(AssertUnwindSafe(move || f(level, text.trim_end()))) {
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
-    }
+    let _ = crate::context::run_callback(|| {
+        // SAFETY: `data` is the leaked `LogSlot` given at registration; never freed.
+        let slot = unsafe { &*data.cast::<LogSlot>() };
+        let Some(f) = slot.f.lock().clone() else {
+            return;
+        };
+        let text = if message.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the driver passes `length` valid bytes for the duration of the call.
+            let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), length) };
+            let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        f(LogLevel::from_raw(level), text.trim_end());
+    });
 }
 
 /// Registers `f` to receive each error or warning message the driver logs from now on, on the
 /// thread that caused it (`cudaLogsRegisterCallback`); dropping the returned [`LogCallback`]
 /// unregisters it. `f` must not call into CUDA: the crate's calls made from it are refused
 /// with [`Error::InHostFunction`], as in host functions (the driver calls it inside the call
-/// that failed). A panic in `f` is caught and dropped.
+/// that failed), and what it drops is released at the crate's next call. A panic in `f` is
+/// caught and dropped. A registration dropped inside a callback of the driver (its own
+/// included) stops its calls at once and is unregistered at the crate's next call.
 #[doc(alias = "cudaLogsRegisterCallback")]
 #[doc(alias = "cudaLogsUnregisterCallback")]
 pub fn register_callback(
@@ -251,6 +263,68 @@ mod tests {
         assert_eq!(LogLevel::from_raw(0), LogLevel::Error);
         assert_eq!(LogLevel::from_raw(1), LogLevel::Warning);
         assert_eq!(LogLevel::from_raw(7), LogLevel::Other(7));
+    }
+
+    /// The driver calls a log callback inside the call that failed. Called here as the driver
+    /// calls it: the callback runs in the host-function scope, and dropping its own
+    /// registration there disarms it and leaves the unregistration to a later call (no driver
+    /// call inside the callback), the closure, whose last clone the call then holds, being
+    /// dropped inside the scope.
+    #[test]
+    fn a_log_callback_dropping_its_registration_defers_the_unregistration() {
+        struct Probe(Arc<Mutex<Vec<String>>>);
+        impl Drop for Probe {
+            fn drop(&mut self) {
+                let inside = crate::context::in_host_fn();
+                self.0
+                    .lock()
+                    .push(format!("closure dropped, scope {inside}"));
+            }
+        }
+        let _one = crate::context::ORPHANS_IN_TEST.lock();
+        crate::context::discard_orphans();
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let own: Arc<Mutex<Option<LogCallback>>> = Arc::new(Mutex::new(None));
+        let (s2, own2, probe) = (seen.clone(), own.clone(), Probe(seen.clone()));
+        let slot: &'static LogSlot = Box::leak(Box::new(LogSlot {
+            f: Mutex::new(Some(Arc::new(move |level: LogLevel, text: &str| {
+                let _captured = &probe;
+                let inside = crate::context::in_host_fn();
+                s2.lock().push(format!("{level:?} {text}, scope {inside}"));
+                // Without a driver library here, a driver call would panic (caught, and the
+                // line below never reached).
+                drop(own2.lock().take());
+                s2.lock().push("registration dropped".into());
+            }))),
+        }));
+        *own.lock() = Some(LogCallback {
+            handle: Raw(std::ptr::null_mut()),
+            slot,
+        });
+        let mut text = *b"cuMemAlloc: out of memory\n\0";
+        let data = (slot as *const LogSlot).cast_mut().cast();
+        // SAFETY: called as the driver calls it: `text.len()` valid bytes and the slot given
+        // at registration.
+        unsafe { log_trampoline(data, 1, text.as_mut_ptr().cast(), text.len()) };
+        assert!(!crate::context::in_host_fn());
+        assert_eq!(
+            *seen.lock(),
+            [
+                "Warning cuMemAlloc: out of memory, scope true",
+                "registration dropped",
+                "closure dropped, scope true",
+            ]
+        );
+        assert!(slot.f.lock().is_none(), "the callback is disarmed");
+        assert_eq!(
+            crate::context::discard_orphans(),
+            1,
+            "the unregistration is deferred"
+        );
+        // Disarmed: a later message reaches nothing.
+        // SAFETY: as above.
+        unsafe { log_trampoline(data, 0, text.as_mut_ptr().cast(), text.len()) };
+        assert_eq!(seen.lock().len(), 3);
     }
 
     #[test]

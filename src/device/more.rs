@@ -4,7 +4,6 @@
 
 use std::cell::RefCell;
 use std::ffi::CString;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use bitflags::bitflags;
@@ -409,50 +408,73 @@ impl AsyncNotificationRegistration {
 
 impl Drop for AsyncNotificationRegistration {
     fn drop(&mut self) {
-        // SAFETY: a registration made by `register_async_notification` on this device and not
-        // unregistered before (this is its only owner).
-        let r =
-            unsafe { sys::cuDeviceUnregisterAsyncNotification(self.dev_raw, self.handle.get()) };
-        if let Err(e) = driver::check(r, "cuDeviceUnregisterAsyncNotification") {
-            if let Ok(d) = device_state(self.device) {
-                d.defer("unregistering an asynchronous notification", e);
-            }
-        }
         // A call in progress holds its own clone: the closure is dropped when it returns.
         let f = self.slot.f.lock().take();
+        if context::in_host_fn() {
+            // No CUDA call may be made here (inside a driver callback, this one's own
+            // included): the callback is disarmed above, and the next call of the crate
+            // unregisters it.
+            let (device, dev_raw, handle) = (self.device, self.dev_raw, self.handle);
+            context::defer_release(move || unregister_notification(device, dev_raw, handle));
+            drop(f);
+            return;
+        }
+        unregister_notification(self.device, self.dev_raw, self.handle);
         drop(f);
     }
 }
 
+/// Unregisters a notification callback (`cuDeviceUnregisterAsyncNotification`); a failure
+/// becomes the device's deferred error.
+fn unregister_notification(
+    device: i32,
+    dev_raw: sys::CUdevice,
+    handle: Raw<sys::CUasyncCallbackEntry_st>,
+) {
+    // SAFETY: a registration made by `register_async_notification` on this device and not
+    // unregistered before (its only owner unregisters it once, here).
+    let r = unsafe { sys::cuDeviceUnregisterAsyncNotification(dev_raw, handle.get()) };
+    if let Err(e) = driver::check(r, "cuDeviceUnregisterAsyncNotification") {
+        if let Ok(d) = device_state(device) {
+            d.defer("unregistering an asynchronous notification", e);
+        }
+    }
+}
+
+/// The driver's notification callback. Runs in the scope of every driver callback
+/// ([`context::run_callback`]): the closure's crate calls are refused, and what it drops (the
+/// closure itself, when this call holds its last clone) is released later.
 unsafe extern "C" fn notify_trampoline(
     info: *mut sys::CUasyncNotificationInfo,
     data: *mut std::ffi::c_void,
     _handle: sys::CUasyncCallbackHandle,
 ) {
-    // SAFETY: `data` is the leaked `NotifySlot` given at registration; it is never freed.
-    let slot = unsafe { &*data.cast::<NotifySlot>() };
-    let Some(f) = slot.f.lock().clone() else {
-        return;
-    };
-    if info.is_null() {
-        return;
-    }
-    // SAFETY: the driver passes a valid notification for the duration of the call. Its type
-    // is read as the plain integer it is (a value the bindings' enum lacks must never be
-    // materialised as that enum): `type_` is the struct's first field, a `repr(u32)` enum.
-    let kind = unsafe { info.cast::<u32>().read() };
-    let n = match kind {
-        1 => AsyncNotification::OverBudget {
-            // SAFETY: the over-budget member is the one the driver filled for this type.
-            bytes_over_budget: unsafe {
-                std::ptr::addr_of!((*info).info.overBudget.bytesOverBudget).read()
+    // A panic is dropped here: there is no stream to report it on.
+    let _ = context::run_callback(|| {
+        // SAFETY: `data` is the leaked `NotifySlot` given at registration; it is never freed.
+        let slot = unsafe { &*data.cast::<NotifySlot>() };
+        let Some(f) = slot.f.lock().clone() else {
+            return;
+        };
+        if info.is_null() {
+            return;
+        }
+        // SAFETY: the driver passes a valid notification for the duration of the call. Its
+        // type is read as the plain integer it is (a value the bindings' enum lacks must never
+        // be materialised as that enum): `type_` is the struct's first field, a `repr(u32)`
+        // enum.
+        let kind = unsafe { info.cast::<u32>().read() };
+        let n = match kind {
+            1 => AsyncNotification::OverBudget {
+                // SAFETY: the over-budget member is the one the driver filled for this type.
+                bytes_over_budget: unsafe {
+                    std::ptr::addr_of!((*info).info.overBudget.bytesOverBudget).read()
+                },
             },
-        },
-        other => AsyncNotification::Other(other),
-    };
-    // A panic must not unwind into the driver; it is dropped here (there is no stream to
-    // report it on).
-    let _ = catch_unwind(AssertUnwindSafe(|| f(n)));
+            other => AsyncNotification::Other(other),
+        };
+        f(n);
+    });
 }
 
 impl Device {
@@ -651,8 +673,11 @@ impl Device {
     /// this device (`cudaDeviceRegisterAsyncNotification`); dropping the returned registration
     /// unregisters it (`cudaDeviceUnregisterAsyncNotification`).
     ///
-    /// `f` must not call into CUDA (the runtime forbids it). A panic in `f` is caught and
-    /// dropped. On platforms without such notifications (the budget is a Windows / WDDM and
+    /// `f` must not call into CUDA (the runtime forbids it): the crate's calls made from it are
+    /// refused with [`Error::InHostFunction`], and what it drops is released at the crate's next
+    /// call, as in host functions. A panic in `f` is caught and dropped. A registration dropped
+    /// inside a callback of the driver stops its calls at once and is unregistered at the
+    /// crate's next call. On platforms without such notifications (the budget is a Windows / WDDM and
     /// Tegra concept), registering succeeds or fails with the driver's `cudaErrorNotSupported`.
     #[doc(alias = "cudaDeviceRegisterAsyncNotification")]
     #[doc(alias = "cudaDeviceUnregisterAsyncNotification")]
@@ -694,6 +719,100 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records, when dropped, whether it was dropped inside the host-function scope.
+    struct Probe(Arc<Mutex<Vec<String>>>);
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.0
+                .lock()
+                .push(format!("closure dropped, scope {}", context::in_host_fn()));
+        }
+    }
+
+    /// The driver never sends a notification on demand (over-budget notifications are a WDDM
+    /// and Tegra matter), so the trampoline is called here as the driver would call it: the
+    /// callback runs in the host-function scope (a crate call is refused), dropping its own
+    /// registration there disarms it and leaves the unregistration to a later call (no driver
+    /// call inside the callback), and the closure, whose last clone the call then holds, is
+    /// dropped inside the scope.
+    #[test]
+    fn a_notification_runs_in_the_host_function_scope() {
+        let _one = context::ORPHANS_IN_TEST.lock();
+        context::discard_orphans();
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let own: Arc<Mutex<Option<AsyncNotificationRegistration>>> = Arc::new(Mutex::new(None));
+        let (s2, own2, probe) = (seen.clone(), own.clone(), Probe(seen.clone()));
+        let slot: &'static NotifySlot = Box::leak(Box::new(NotifySlot {
+            f: Mutex::new(Some(Arc::new(move |n: AsyncNotification| {
+                let _captured = &probe;
+                s2.lock()
+                    .push(format!("{n:?}, scope {}", context::in_host_fn()));
+                let data = [1u32; 8];
+                let r = crate::HostRegistration::with_read_only(
+                    &data,
+                    crate::HostRegisterFlags::empty(),
+                    |_| (),
+                );
+                let refused = matches!(r, Err(Error::InHostFunction { .. }));
+                s2.lock().push(format!("refused {refused}"));
+                // Without a driver library here, a driver call would panic (caught, and the
+                // line below never reached).
+                drop(own2.lock().take());
+                s2.lock().push("registration dropped".into());
+            }))),
+        }));
+        *own.lock() = Some(AsyncNotificationRegistration {
+            device: 0,
+            dev_raw: 0,
+            handle: Raw(std::ptr::null_mut()),
+            slot,
+        });
+        let mut info = std::mem::MaybeUninit::<sys::CUasyncNotificationInfo>::zeroed();
+        let p = info.as_mut_ptr();
+        // SAFETY: writes into the zeroed struct: its type (the first field, a 4-byte enum,
+        // written as the integer 1, over budget) and that type's member.
+        unsafe {
+            p.cast::<u32>().write(1);
+            std::ptr::addr_of_mut!((*p).info.overBudget.bytesOverBudget).write(4096);
+        }
+        // SAFETY: called as the driver calls it: a notification valid for the call and the
+        // slot given at registration.
+        unsafe {
+            notify_trampoline(
+                p,
+                (slot as *const NotifySlot).cast_mut().cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert!(!context::in_host_fn());
+        assert_eq!(
+            *seen.lock(),
+            [
+                "OverBudget { bytes_over_budget: 4096 }, scope true",
+                "refused true",
+                "registration dropped",
+                "closure dropped, scope true",
+            ]
+        );
+        assert!(slot.f.lock().is_none(), "the callback is disarmed");
+        assert_eq!(
+            context::discard_orphans(),
+            1,
+            "the unregistration is deferred"
+        );
+        // Disarmed: a later notification reaches nothing.
+        // SAFETY: as above.
+        unsafe {
+            notify_trampoline(
+                p,
+                (slot as *const NotifySlot).cast_mut().cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(seen.lock().len(), 4);
+    }
 
     #[test]
     fn compute_modes_round_trip() {

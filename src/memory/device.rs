@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::host::{host_side, HostSide, PageLocked, PageLockedMut};
+use super::registered;
 use super::staging;
 use super::DeviceRepr;
 use crate::context::{self, Active};
@@ -896,7 +897,14 @@ fn copy_htod<T: DeviceRepr>(
     let queue_id = Arc::as_ptr(lane.queue()) as usize;
     let mark = lane.mark();
     let waited = lane.submit(call, &[Use::device(alloc, true)], |a, raw| {
-        let locked = bytes >= staging::DIRECT_BELOW && is_page_locked(src.as_ptr().cast(), bytes);
+        let host = src.as_ptr().cast::<u8>();
+        // `None`: the slice lies in pages of a registration that another thread may undo at
+        // any moment, so the driver must not be given it (it could transfer it directly,
+        // after the call, from pages unlocked meanwhile): staged, or copied through a buffer
+        // of the copy's own. Otherwise the copy is recorded until it ends.
+        let flight = registered::SliceCopy::begin(host, bytes);
+        let locked =
+            flight.is_some() && bytes >= staging::DIRECT_BELOW && is_page_locked(host, bytes);
         if bytes >= staging::DIRECT_BELOW && !locked {
             let staged = staging::htod(
                 a,
@@ -913,16 +921,38 @@ fn copy_htod<T: DeviceRepr>(
                 return Ok(sync);
             }
         }
+        let Some(flight) = flight else {
+            let bounce = registered::Bounce::copy_of(bytemuck::cast_slice(src))?;
+            // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above);
+            // `bounce` holds `bytes` bytes, pageable memory of this copy's own, which the
+            // driver has staged when the call returns.
+            a.check(
+                unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        dst.device_ptr(),
+                        bounce.as_mut_ptr().cast_const().cast(),
+                        bytes,
+                        raw,
+                    )
+                },
+                "cuMemcpyHtoDAsync",
+            )?;
+            if sync {
+                wait_for_host_copy(a, raw, true)?;
+            }
+            return Ok(sync);
+        };
         // SAFETY: `dst` is live device memory of `bytes` bytes (lengths checked above), `src` a
         // live host slice of `bytes` bytes borrowed for the call.
         a.check(
-            unsafe { sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), src.as_ptr().cast(), bytes, raw) },
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), host.cast(), bytes, raw) },
             "cuMemcpyHtoDAsync",
         )?;
         // Pageable memory has been staged when the call returns; page-locked memory is read by
-        // the DMA engine later, so wait before the borrow ends. The calls without a stream are
-        // synchronous, as cudaMemcpy.
-        if sync || locked || is_page_locked(src.as_ptr().cast(), bytes) {
+        // the DMA engine later, so wait before the borrow ends, and before a registration of
+        // the slice's pages made during the call may be undone (`flight` ends after the wait).
+        // The calls without a stream are synchronous, as cudaMemcpy.
+        if sync || locked || flight.seen_by_registration() || is_page_locked(host, bytes) {
             wait_for_host_copy(a, raw, sync)?;
             return Ok(true);
         }
@@ -957,7 +987,11 @@ fn copy_dtoh<T: DeviceRepr>(
     let queue_id = Arc::as_ptr(lane.queue()) as usize;
     let mark = lane.mark();
     lane.submit(call, &[Use::device(alloc, false)], |a, raw| {
-        if bytes >= staging::DIRECT_BELOW && !is_page_locked(dst.as_ptr().cast(), bytes) {
+        let host = dst.as_ptr().cast::<u8>();
+        // As in `copy_htod`: a slice in pages of a registration is never given to the driver;
+        // any other is recorded until the copy (which waits for its transfer) ends.
+        let flight = registered::SliceCopy::begin(host, bytes);
+        if bytes >= staging::DIRECT_BELOW && (flight.is_none() || !is_page_locked(host, bytes)) {
             let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
             if let Some(r) = staging::dtoh(a, raw, queue_id, out, src.device_ptr()) {
                 r?;
@@ -970,6 +1004,30 @@ fn copy_dtoh<T: DeviceRepr>(
                 return Ok(());
             }
         }
+        let Some(_flight) = flight else {
+            let bounce = registered::Bounce::new(bytes)?;
+            // SAFETY: `src` is live device memory of `bytes` bytes; `bounce` holds `bytes`
+            // bytes, pageable memory of this copy's own, kept until the wait below.
+            a.check(
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        bounce.as_mut_ptr().cast(),
+                        src.device_ptr(),
+                        bytes,
+                        raw,
+                    )
+                },
+                "cuMemcpyDtoHAsync",
+            )?;
+            wait_for_host_copy(a, raw, sync)?;
+            // SAFETY: after the wait `bounce` holds the `bytes` bytes copied; `dst` is an
+            // exclusively borrowed host slice of `bytes` bytes, no part of `bounce`; `T` is
+            // valid for any bit pattern.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bounce.as_mut_ptr(), dst.as_mut_ptr().cast(), bytes)
+            };
+            return Ok(());
+        };
         // SAFETY: `src` is live device memory of `bytes` bytes, `dst` a live, exclusively
         // borrowed host slice of `bytes` bytes; `T` is valid for any bit pattern.
         a.check(
@@ -1247,7 +1305,9 @@ macro_rules! read_ops {
 
         /// Copies the device memory into `dst` on `stream` (`cudaMemcpyAsync`, device to host).
         /// Ordered after earlier work in `stream`; returns once the data is in `dst` (as
-        /// libcudart does for pageable memory), so `dst` is free to use afterwards.
+        /// libcudart does for pageable memory), so `dst` is free to use afterwards. A `dst` in
+        /// the pages of a live [`HostRegistration`](crate::HostRegistration) (of memory beside
+        /// it) is filled through a buffer of the call's own.
         #[doc(alias = "cudaMemcpyAsync")]
         pub fn copy_to_host_async(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
             record(copy_dtoh(
@@ -1331,7 +1391,10 @@ macro_rules! write_ops {
         /// Copies `src` into the device memory on `stream` (`cudaMemcpyAsync`, host to device).
         /// Ordered after earlier work in `stream`. Returns once `src` has been read (pageable
         /// memory is staged, as in libcudart; page-locked memory is waited for), so `src` is
-        /// free to change afterwards; the device-side write may still be pending.
+        /// free to change afterwards; the device-side write may still be pending. A `src` in
+        /// the pages of a live [`HostRegistration`](crate::HostRegistration), which another
+        /// thread may end at any moment, is copied through a buffer of the call's own: copy
+        /// from the registration itself (`copy_from_pinned_async`) to have it read directly.
         #[doc(alias = "cudaMemcpyAsync")]
         pub fn copy_from_host_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
             record(copy_htod(

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicUsize;
 use parking_lot::Mutex;
 
 use super::device::{sealed, Alloc, Keep};
+use super::registered::{page_size, Registered};
 use super::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::context::{self, Active, HostBorrow};
 use crate::driver::{sys, Raw};
@@ -89,6 +90,9 @@ pub(crate) struct HostSide {
     /// [`Alloc`]: only memory with a host side has CPU views, and a smaller `Alloc` moves
     /// faster.)
     pub(crate) views: AtomicUsize,
+    /// The record of a registration of the program's memory ([`HostKind::Borrowed`]), kept
+    /// until it is undone.
+    pub(crate) registered: Option<Registered>,
 }
 
 impl HostSide {
@@ -108,6 +112,7 @@ impl HostSide {
             cpu_writable: writable,
             waiting: Mutex::new(()),
             views: AtomicUsize::new(0),
+            registered: None,
         }
     }
 
@@ -252,7 +257,7 @@ impl HostSide {
     /// ends: its scope waits for its own uses and unregisters on the calling thread.
     #[allow(clippy::boxed_local)] // taken as the allocation holds it
     pub(crate) fn finish(
-        self: Box<Self>,
+        mut self: Box<Self>,
         ptr: u64,
         device: i32,
         generation: u64,
@@ -264,10 +269,16 @@ impl HostSide {
         let (during, free): (&'static str, FreeHost) = match self.kind {
             HostKind::Empty => return,
             HostKind::Borrowed => {
+                // Copies of plain slices in these pages that were in the driver's hands when
+                // the registration was made may be transferring them directly: they end before
+                // the unregistration. Later ones never reach the driver while it is recorded.
+                let registered = self.registered.take();
                 if context::in_host_fn() {
-                    context::defer_release(move || unregister_now(host, device, generation, uses));
+                    context::defer_release(move || {
+                        unregister_now(host, device, generation, uses, registered)
+                    });
                 } else {
-                    unregister_now(host, device, generation, uses);
+                    unregister_now(host, device, generation, uses, registered);
                 }
                 return;
             }
@@ -319,19 +330,34 @@ impl HostSide {
 type FreeHost = Box<dyn FnOnce(Option<&Active>) -> Result<()> + Send>;
 
 /// Waits for the uses of the program's registered memory at `host` and unregisters it (the end
-/// of a [`HostRegistration`] scope).
-fn unregister_now(host: Raw<u8>, device: i32, generation: u64, uses: Uses) {
+/// of a [`HostRegistration`] scope); `registered` is its entry in the record of registrations,
+/// forgotten once the pages are unlocked.
+fn unregister_now(
+    host: Raw<u8>,
+    device: i32,
+    generation: u64,
+    uses: Uses,
+    registered: Option<Registered>,
+) {
     if let Err(e) = uses.wait(true) {
         if let Ok(d) = context::device_state(device) {
             d.defer("waiting for work that uses registered host memory", e);
         }
     }
+    if let Some(r) = &registered {
+        r.settle();
+    }
     context::release(device, generation, "unregistering host memory", move |a| {
-        // SAFETY: the program's memory, registered in this (live) context; no work uses it.
-        a.check(
+        // SAFETY: the program's memory, registered in this (live) context; no work uses it, and
+        // no copy of a plain slice transfers its pages directly (settled above).
+        let r = a.check(
             unsafe { sys::cuMemHostUnregister(host.get().cast()) },
             "cuMemHostUnregister",
-        )
+        );
+        // Forgotten once the pages are unlocked (also when the release does not run: the
+        // registration died with its context).
+        drop(registered);
+        r
     });
 }
 
@@ -983,8 +1009,15 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
             (p.cast::<u8>(), HostKind::HostAlloc)
         } else {
-            let layout = Layout::from_size_align(bytes, 4096.max(std::mem::align_of::<T>()))
-                .map_err(|_| alloc_error("cudaHostAlloc"))?;
+            // Whole pages of its own: the driver locks whole pages, and unlocking them at the
+            // drop must not unlock memory of the program's that a copy is transferring.
+            let page = page_size();
+            let layout = bytes
+                .checked_next_multiple_of(page)
+                .and_then(|size| {
+                    Layout::from_size_align(size, page.max(std::mem::align_of::<T>())).ok()
+                })
+                .ok_or_else(|| alloc_error("cudaHostAlloc"))?;
             // SAFETY: `layout` has a non-zero size.
             let p = unsafe { std::alloc::alloc_zeroed(layout) };
             if p.is_null() {
@@ -1233,15 +1266,21 @@ fn scope<T: DeviceRepr, R>(
     let a = context::enter_current()?;
     let (device, generation) = (a.dev.ordinal, a.generation());
     let host = ptr.cast::<u8>();
+    let mut registered = None;
     let kind = if bytes == 0 {
         HostKind::Empty
     } else {
+        // Recorded first: from now on a copy of a plain slice in these pages (another
+        // thread's, say) never lets the driver transfer it directly, and the copies in the
+        // driver's hands now are waited for before the pages are unlocked (`finish_now`).
+        let record = Registered::record(host, bytes);
         // SAFETY: `ptr..ptr+bytes` is memory the caller lends for the whole call, which ends
         // only after the registration is undone (in `alloc`'s drop below).
         a.check(
             unsafe { sys::cuMemHostRegister_v2(host.cast(), bytes, flags.bits()) },
             "cuMemHostRegister",
         )?;
+        registered = Some(record);
         HostKind::Borrowed
     };
     // The driver's read-only registration is read-only for the device whichever call asked
@@ -1249,6 +1288,7 @@ fn scope<T: DeviceRepr, R>(
     let device_writable = !flags.contains(HostRegisterFlags::READ_ONLY);
     let mut side = HostSide::new(kind, host, false, false, device_writable);
     side.cpu_writable = cpu_writable;
+    side.registered = registered;
     let mut alloc = Alloc::host(host as u64, bytes, device, generation, side);
     if flags.contains(HostRegisterFlags::MAPPED) && bytes > 0 {
         let mut dptr = 0u64;

@@ -21,7 +21,12 @@
 //!   known complete;
 //! * copies between the host and plain Rust slices return only once the host memory is no longer
 //!   needed by the device: pageable memory follows the runtime's rules (staged or completed
-//!   before return), and when a slice turns out to be page-locked the call waits for its stream;
+//!   before return), and when a slice turns out to be page-locked the call waits for its stream.
+//!   The driver locks whole pages, and another thread may unregister a [`HostRegistration`] at
+//!   any moment: a slice in the pages of a live registration is never handed to the driver (it
+//!   goes through a buffer of the copy's own), and a registration made while a copy is in the
+//!   driver's hands waits for that copy before its pages are unlocked. Page-locked memory the
+//!   crate allocates has whole pages of its own;
 //! * page-locked ([`PinnedBuffer`]), registered ([`HostRegistration`]) and managed
 //!   ([`ManagedBuffer`]) memory remember each use by device work (an asynchronous copy, a kernel
 //!   on mapped or managed memory, a prefetch) as a point in its queue. The CPU reaches them only
@@ -65,6 +70,7 @@ mod pitched;
 pub(crate) use pitched::{check_array_regions, region as copy_region, Base};
 mod pointer;
 mod pool;
+mod registered;
 mod staging;
 
 pub use array::{Array, ArrayFlags, ArrayInfo, ArrayShape, MipmappedArray};

@@ -56,8 +56,10 @@ enum Slot {
 /// One ring per device, made on first use and kept for the process (a reset remakes it).
 struct Rings(Box<[Mutex<Option<Ring>>]>);
 
+/// Whole pages of the ring's own (`CHUNK` is a multiple of any page size): the driver locks whole
+/// pages, so no memory of the program's shares the ring's locking.
 fn layout() -> Layout {
-    Layout::from_size_align(CHUNK, 4096).expect("valid staging layout")
+    Layout::from_size_align(CHUNK, super::registered::page_size()).expect("valid staging layout")
 }
 
 impl Ring {

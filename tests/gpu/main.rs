@@ -15,6 +15,7 @@
 //! leaves out the transpose test's 2^27-block grid (too slow under that tool).
 
 mod allocation;
+mod callbacks;
 mod capture;
 mod common;
 mod device;
@@ -67,6 +68,7 @@ fn main() {
             .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .chain(peer::CHILDREN)
+            .chain(callbacks::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -118,6 +120,7 @@ fn main() {
     };
     let all: Vec<&GpuTest> = [
         allocation::TESTS,
+        callbacks::TESTS,
         capture::TESTS,
         device::TESTS,
         driver_errors::TESTS,
