@@ -100,7 +100,9 @@ impl Drop for LibraryInner {
     }
 }
 
-/// A module image loaded for every device at once (`cudaLibrary_t` / `CUlibrary`).
+/// A module image loaded for every device at once (`cudaLibrary_t` / `CUlibrary`). Unloaded
+/// (`cudaLibraryUnload`) when the library and every kernel, function and symbol taken from it
+/// are dropped, once the work queued on them has run, in the background (a drop never waits).
 ///
 /// ```no_run
 /// use cuda_runtime::{kernel_args, Device, DeviceBuffer, Library, LaunchConfig, Stream};

@@ -1110,7 +1110,9 @@ impl Drop for ModuleInner {
 
 /// A module loaded from user PTX, cubin or fatbin on the current device (`cuModuleLoadData`;
 /// libcudart's `cudaLibraryLoadData` for a single device). Unloaded when the module and every
-/// function and symbol taken from it are dropped.
+/// function and symbol taken from it are dropped, once the work queued on them (kernel
+/// launches, asynchronous copies to or from its variables) has run: in the background, so that
+/// a drop never waits, as for buffers.
 #[derive(Clone)]
 pub struct Module {
     inner: Arc<ModuleInner>,

@@ -174,7 +174,9 @@ impl Drop for PoolInner {
 }
 
 /// A stream-ordered memory pool (`cudaMemPool_t`). Cloning shares the pool; a pool made with
-/// [`MemPool::new`] is destroyed when the last clone drops (allocations from it stay valid).
+/// [`MemPool::new`] or imported with [`MemPool::import_fd`] is destroyed when the last clone
+/// drops (allocations from it stay valid). One pool handle has one owner: an import that yields
+/// a handle this process holds already returns a clone of it.
 ///
 /// ```no_run
 /// use cuda_runtime::{DeviceBuffer, MemPool, MemPoolProps, Device, Stream};

@@ -29,6 +29,7 @@ mod launch;
 mod launch_ex;
 mod library;
 mod memory;
+mod ownership;
 mod peer;
 mod pitched;
 mod runtime_rest;
@@ -65,6 +66,7 @@ fn main() {
             .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .chain(peer::CHILDREN)
+            .chain(ownership::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -129,6 +131,7 @@ fn main() {
         launch_ex::TESTS,
         library::TESTS,
         memory::TESTS,
+        ownership::TESTS,
         peer::TESTS,
         pitched::TESTS,
         runtime_rest::TESTS,
