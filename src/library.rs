@@ -43,7 +43,7 @@ struct LibraryInner {
     uses: crate::queue::CodeUses,
 }
 
-impl crate::queue::LoadedCode for LibraryInner {
+impl LoadedCode for LibraryInner {
     fn code_uses(&self) -> &crate::queue::CodeUses {
         &self.uses
     }

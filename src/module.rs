@@ -1076,7 +1076,7 @@ struct ModuleInner {
     uses: crate::queue::CodeUses,
 }
 
-impl crate::queue::LoadedCode for ModuleInner {
+impl LoadedCode for ModuleInner {
     fn code_uses(&self) -> &crate::queue::CodeUses {
         &self.uses
     }

@@ -1429,7 +1429,9 @@ impl<'q> Lane<'q> {
     /// Prunes `code`'s list when the submission's note asked for it (see [`CodeUses`]).
     #[inline]
     fn after_code_use(&self, code: &CodeUses) {
-        if code.prune.load(Ordering::Relaxed) {
+        // (Not inside a host function, where no CUDA call may be made: a later submission
+        // prunes.)
+        if code.prune.load(Ordering::Relaxed) && !context::in_host_fn() {
             code.prune();
             // Asking other devices' queues may have made their contexts current.
             let _ = self.a.rebind();
