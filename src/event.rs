@@ -67,22 +67,47 @@ pub struct Event {
     pub(crate) order: parking_lot::Mutex<()>,
 }
 
+/// Events opened from an IPC handle (`cuIpcOpenEventHandle`) whose destroy has not run, by
+/// device, context generation and handle: an open that yields a handle this process owns
+/// already is refused, never a second owner that would destroy it again.
+static OPENED: parking_lot::Mutex<Vec<(i32, u64, Raw<sys::CUevent_st>)>> =
+    parking_lot::Mutex::new(Vec::new());
+
 impl Event {
-    /// An event handle made elsewhere in the crate (an opened IPC event).
-    pub(crate) fn from_parts(
-        raw: sys::CUevent,
-        device: i32,
-        generation: u64,
+    /// The event that `open` opens from an IPC handle in the entered context `a`, as an owning
+    /// [`Event`] with `flags`; `what` names the handle in the error for a handle this process
+    /// owns already.
+    pub(crate) fn opened(
+        a: &Active,
         flags: EventFlags,
-    ) -> Event {
-        Event {
+        what: impl FnOnce() -> String,
+        open: impl FnOnce() -> Result<sys::CUevent>,
+    ) -> Result<Event> {
+        let (device, generation) = a.id();
+        // Held from the open until its owner is registered: a destroy of the same handle runs
+        // wholly before or after (see `Drop`).
+        let mut opened = OPENED.lock();
+        let raw = open()?;
+        // Entries of this device's reset contexts are dead (their destroys never ran).
+        opened.retain(|&(d, g, _)| d != device || g == generation);
+        if opened.contains(&(device, generation, Raw(raw))) {
+            // The handle is another `Event`'s: not destroyed here.
+            return Err(Error::InvalidValue {
+                what: "cudaIpcOpenEventHandle",
+                value: format!("{} (opened as event {raw:p})", what()),
+                reason: "this process has the event open already, as another Event; a second \
+                         one would destroy it again",
+            });
+        }
+        opened.push((device, generation, Raw(raw)));
+        Ok(Event {
             raw: Raw(raw),
             device,
             generation,
             flags,
             captured: AtomicU64::new(0),
             order: parking_lot::Mutex::new(()),
-        }
+        })
     }
 
     /// Creates an event with default flags on the current device (`cudaEventCreate`).
@@ -325,16 +350,28 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let raw = self.raw;
+        let interprocess = self.flags.contains(EventFlags::INTERPROCESS);
         context::release(
             self.device,
             self.generation,
             "destroying an event",
             move |a| {
-                // SAFETY: the event is live in this context and this was its only handle.
-                a.check(
-                    unsafe { sys::cuEventDestroy_v2(raw.get()) },
-                    "cuEventDestroy",
-                )
+                let destroy = || {
+                    // SAFETY: the event is live in this context and this was its only handle.
+                    a.check(
+                        unsafe { sys::cuEventDestroy_v2(raw.get()) },
+                        "cuEventDestroy",
+                    )
+                };
+                if !interprocess {
+                    return destroy();
+                }
+                // An opened one is forgotten together with its destroy (see `OPENED`).
+                let mut opened = OPENED.lock();
+                let r = destroy();
+                let (device, generation) = a.id();
+                opened.retain(|&e| e != (device, generation, raw));
+                r
             },
         );
     }

@@ -28,6 +28,7 @@ use crate::module::{
     check_args, classify_image, io_reason, load_library, prepare_extended, ptx_c_string,
     submit_launch, Function, ImageKind, KernelArg, ParamInfo,
 };
+use crate::queue::LoadedCode;
 use crate::stream::Stream;
 use crate::symbol::Symbol;
 use crate::DeviceRepr;
@@ -38,6 +39,14 @@ struct LibraryInner {
     kernels: Vec<Entry>,
     /// Parameter sizes of each entry, when the library was PTX text.
     ptx_entries: Vec<(String, Vec<usize>)>,
+    /// Queued launches of its kernels and copies to or from its variables, on any device.
+    uses: crate::queue::CodeUses,
+}
+
+impl LoadedCode for LibraryInner {
+    fn code_uses(&self) -> &crate::queue::CodeUses {
+        &self.uses
+    }
 }
 
 struct Entry {
@@ -48,8 +57,8 @@ struct Entry {
 
 impl Drop for LibraryInner {
     fn drop(&mut self) {
-        // Kernels, functions and symbols of the library hold it, so nothing uses it any more.
-        // Unloading is context-independent: no context is entered.
+        // Kernels, functions and symbols of the library hold it, so no handle refers to it any
+        // more. Unloading is context-independent: no context is entered.
         let raw = self.raw;
         let unload = move || {
             // Relaxed: a drop never invalidates another thread's global capture.
@@ -65,7 +74,23 @@ impl Drop for LibraryInner {
                 }
             }
         };
-        if context::in_host_fn() {
+        let waits = self.uses.take_points();
+        if let Some((q, _)) = waits.first() {
+            // Work queued on its kernels or variables may still run: unloaded once it is done,
+            // in the background, whatever became of the contexts meanwhile (the unload needs
+            // none).
+            let (device, generation) = (q.device, q.generation);
+            crate::queue::defer_free(
+                device,
+                generation,
+                waits,
+                "unloading a library",
+                move |_| {
+                    unload();
+                    Ok(())
+                },
+            );
+        } else if context::in_host_fn() {
             // No CUDA call may be made in a host function (the last handle can be dropped in
             // one, review finding): the next crate call outside does it.
             context::defer_release(unload);
@@ -75,7 +100,9 @@ impl Drop for LibraryInner {
     }
 }
 
-/// A module image loaded for every device at once (`cudaLibrary_t` / `CUlibrary`).
+/// A module image loaded for every device at once (`cudaLibrary_t` / `CUlibrary`). Unloaded
+/// (`cudaLibraryUnload`) when the library and every kernel, function and symbol taken from it
+/// are dropped, once the work queued on them has run, in the background (a drop never waits).
 ///
 /// ```no_run
 /// use cuda_runtime::{kernel_args, Device, DeviceBuffer, Library, LaunchConfig, Stream};
@@ -185,6 +212,7 @@ impl Library {
             raw: Raw(raw),
             kernels: Vec::new(),
             ptx_entries,
+            uses: Default::default(),
         };
         inner.kernels = enumerate(&a, raw)?;
         Ok(Library {
@@ -341,7 +369,7 @@ impl Library {
                 }
                 code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetGlobal"))),
             }
-            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+            let keep: Arc<dyn LoadedCode> = self.inner.clone();
             Symbol::checked(&a, ptr, size, name, Some(keep))
         })())
     }
@@ -378,7 +406,7 @@ impl Library {
                 }
                 code => return Err(a.dev.note(Error::from_driver(code, "cuLibraryGetManaged"))),
             }
-            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+            let keep: Arc<dyn LoadedCode> = self.inner.clone();
             Symbol::checked(&a, ptr, size, name, Some(keep))
         })())
     }
@@ -656,7 +684,7 @@ impl Kernel {
         record((|| {
             let a = context::enter_current()?;
             let f = self.resolve(&a)?;
-            let keep: Arc<dyn std::any::Any + Send + Sync> = self.inner.library.clone();
+            let keep: Arc<dyn LoadedCode> = self.inner.library.clone();
             let sizes: Vec<usize> = self.inner.params.iter().map(|p| p.size).collect();
             Function::new(&a, f, &self.inner.name, Some(keep), Some(&sizes))
         })())
@@ -698,20 +726,24 @@ impl Kernel {
             let lane = stream.lane_for_submit(call)?;
             launch::validate(config, lane.a.dev.launch_limits()?)?;
             let f = self.resolve(&lane.a)?;
-            // Under capture the graph keeps the kernel, and so its library.
+            // Under capture the graph keeps the kernel, and so its library; otherwise the
+            // launch is noted on the library, whose unload waits for it.
             let mut keep = || Ok(vec![Box::new(self.clone()) as Box<dyn Send>]);
+            let code = Some(&self.inner.library.uses);
             match attrs {
                 // SAFETY: the caller's promise (1-4 of `Function::launch`); count and sizes
                 // checked above; `f` belongs to the lane's context.
                 None => unsafe {
-                    submit_launch(&lane, f, call, config, None, args, false, &mut keep)
+                    submit_launch(&lane, f, call, config, None, args, false, code, &mut keep)
                 },
                 Some(at) => {
                     let event = prepare_extended(&lane.a, f, config, at, false, None)?;
                     let ex = Some((at, event.as_ref().map(|e| e.1)));
                     // SAFETY: as above; the attributes were validated and the event's context
                     // is pinned.
-                    unsafe { submit_launch(&lane, f, call, config, ex, args, false, &mut keep) }
+                    unsafe {
+                        submit_launch(&lane, f, call, config, ex, args, false, code, &mut keep)
+                    }
                 }
             }
         })())

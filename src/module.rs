@@ -21,7 +21,7 @@ use crate::memory::{
     DeviceBuffer, DeviceView, DeviceViewMut, DeviceWrite, HostRegistration, ManagedBuffer,
     PinnedBuffer, PinnedView, PinnedViewMut, PitchedBuffer,
 };
-use crate::queue::Use;
+use crate::queue::{LoadedCode, Use};
 use crate::stream::Stream;
 use crate::symbol::Symbol;
 use crate::{DeviceRead, DeviceRepr};
@@ -1072,27 +1072,47 @@ struct ModuleInner {
     generation: u64,
     /// Parameter sizes of each entry, when the module was PTX text.
     ptx_entries: Vec<(String, Vec<usize>)>,
+    /// Queued launches of its functions and copies to or from its variables.
+    uses: crate::queue::CodeUses,
+}
+
+impl LoadedCode for ModuleInner {
+    fn code_uses(&self) -> &crate::queue::CodeUses {
+        &self.uses
+    }
 }
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
         let raw = self.raw;
-        context::release(
-            self.device,
-            self.generation,
-            "unloading a module",
-            move |a| {
-                // SAFETY: the module is live in this context and nothing references it any more
-                // (functions and symbols hold the module).
-                a.check(unsafe { sys::cuModuleUnload(raw.get()) }, "cuModuleUnload")
-            },
-        );
+        let unload = move |a: &Active| {
+            // SAFETY: the module is live in this context; nothing references it any more
+            // (functions and symbols hold the module) and no queued work uses it.
+            a.check(unsafe { sys::cuModuleUnload(raw.get()) }, "cuModuleUnload")
+        };
+        let waits = self.uses.take_points();
+        if waits.is_empty() {
+            context::release(self.device, self.generation, "unloading a module", unload);
+        } else {
+            // Work queued on its functions or variables may still run: unloaded once it is
+            // done, in the background (`cuModuleUnload` would wait for the kernels on this
+            // thread, and unload under queued copies to its variables).
+            crate::queue::defer_free(
+                self.device,
+                self.generation,
+                waits,
+                "unloading a module",
+                move |a| a.map_or(Ok(()), unload),
+            );
+        }
     }
 }
 
 /// A module loaded from user PTX, cubin or fatbin on the current device (`cuModuleLoadData`;
 /// libcudart's `cudaLibraryLoadData` for a single device). Unloaded when the module and every
-/// function and symbol taken from it are dropped.
+/// function and symbol taken from it are dropped, once the work queued on them (kernel
+/// launches, asynchronous copies to or from its variables) has run: in the background, so that
+/// a drop never waits, as for buffers.
 #[derive(Clone)]
 pub struct Module {
     inner: Arc<ModuleInner>,
@@ -1210,6 +1230,7 @@ impl Module {
                 device: a.dev.ordinal,
                 generation: a.generation(),
                 ptx_entries,
+                uses: Default::default(),
             }),
         })
     }
@@ -1253,7 +1274,7 @@ impl Module {
         })())
     }
 
-    pub(crate) fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+    pub(crate) fn keep_alive(&self) -> Arc<dyn LoadedCode> {
         self.inner.clone()
     }
 }
@@ -1336,8 +1357,9 @@ pub struct Function {
     params: Arc<[ParamInfo]>,
     /// The size of the parameter buffer when `params` pack into one ([`Packing::of`]), else 0.
     packed_size: usize,
-    /// What the function lives in (a user module or library), kept loaded.
-    _module: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// What the function lives in (a user module or library), kept loaded; its launches are
+    /// noted there, and its unload waits for them.
+    module: Option<Arc<dyn LoadedCode>>,
 }
 
 impl std::fmt::Debug for Function {
@@ -1699,7 +1721,7 @@ impl Function {
         a: &Active,
         f: sys::CUfunction,
         name: &str,
-        module: Option<Arc<dyn std::any::Any + Send + Sync>>,
+        module: Option<Arc<dyn LoadedCode>>,
         known: Option<&[usize]>,
     ) -> Result<Function> {
         let mut params = Vec::new();
@@ -1725,7 +1747,7 @@ impl Function {
             name: name.into(),
             packed_size: Packing::of(&params).map_or(0, |p| p.size),
             params: params.into(),
-            _module: module,
+            module,
         })
     }
 
@@ -2169,6 +2191,13 @@ impl Function {
         })())
     }
 
+    /// Where launches of the function are noted: its module's or library's uses (none for the
+    /// crate's own kernels, loaded for the context's life).
+    #[inline]
+    fn code_uses(&self) -> Option<&crate::queue::CodeUses> {
+        self.module.as_deref().map(LoadedCode::code_uses)
+    }
+
     /// The device and context generation the function was loaded in.
     pub(crate) fn id(&self) -> (i32, u64) {
         (self.device, self.generation)
@@ -2225,6 +2254,7 @@ impl Function {
                         None,
                         args,
                         cooperative,
+                        self.code_uses(),
                         &mut keep,
                     )
                 }
@@ -2237,7 +2267,17 @@ impl Function {
                 // SAFETY: the caller's promise (see `launch`); the arguments were checked above;
                 // the attributes were validated and the event's context is pinned.
                 unsafe {
-                    submit_launch(&lane, self.raw.0, call, config, ex, args, false, &mut keep)
+                    submit_launch(
+                        &lane,
+                        self.raw.0,
+                        call,
+                        config,
+                        ex,
+                        args,
+                        false,
+                        self.code_uses(),
+                        &mut keep,
+                    )
                 }
             }
         }
@@ -2359,7 +2399,8 @@ fn refuse_args(name: &str, params: &[ParamInfo], args: &[KernelArg<'_>]) -> Resu
 /// (the user's promise, see [`Function::launch`]); the configuration was validated.
 ///
 /// Under a stream capture the launch is recorded into the graph; `keep` gives what keeps the
-/// kernel's code alive for it (the function or kernel handle).
+/// kernel's code alive for it (the function or kernel handle). Otherwise the launch is noted on
+/// `code`, the uses of the module or library `f` belongs to, whose unload waits for it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn submit_launch(
     lane: &crate::queue::Lane<'_>,
@@ -2369,6 +2410,7 @@ pub(crate) unsafe fn submit_launch(
     extended: Option<(&LaunchAttributes<'_>, Option<sys::CUevent>)>,
     args: &[KernelArg<'_>],
     cooperative: bool,
+    code: Option<&crate::queue::CodeUses>,
     keep: &mut dyn FnMut() -> Result<crate::queue::Tokens>,
 ) -> Result<()> {
     if let Some(m) = args.iter().find_map(|a| a.graph_mem()) {
@@ -2400,7 +2442,7 @@ pub(crate) unsafe fn submit_launch(
         keep()
     };
     match extended {
-        None => lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
+        None => lane.submit_capturable_with_code(call, &uses, code, &mut keep, |a, raw| {
             // SAFETY: the caller's promise (count, sizes and meaning of the arguments); the
             // stream is live in the current context, which `f` belongs to.
             unsafe { raw_launch(a, f, raw, config, ptrs, cooperative) }
@@ -2408,7 +2450,7 @@ pub(crate) unsafe fn submit_launch(
         Some((at, event)) => {
             let mut attrs = launch::RawAttrs::new();
             launch::fill_raw_attributes(&mut attrs, at, event);
-            lane.submit_capturable(call, &uses, &mut keep, |a, raw| {
+            lane.submit_capturable_with_code(call, &uses, code, &mut keep, |a, raw| {
                 // SAFETY: as above; the attributes were validated by the caller, and the
                 // event's context is pinned by it.
                 unsafe { raw_launch_ex(a, f, raw, config, &mut attrs, ptrs) }

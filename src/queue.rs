@@ -1055,6 +1055,137 @@ impl<'u> UseSet<'u, 'static> for &'u LocalUses {
     }
 }
 
+/// Code loaded into the driver (a user module or library): its unload waits for the queued work
+/// that runs its functions or uses its variables, noted here by the enqueue path
+/// ([`Lane::submit_with_code`], [`Lane::submit_capturable_with_code`]). Functions and symbols
+/// hold it; the last of them to go (or the module itself) unloads it once the points noted here
+/// are done, through the reclaimer ([`defer_free`]), never waiting on the dropping thread.
+pub(crate) trait LoadedCode: Send + Sync {
+    /// The queued uses of the code's functions and variables.
+    fn code_uses(&self) -> &CodeUses;
+}
+
+/// The queued uses of a module's or library's code (see [`LoadedCode`]): per queue, the last
+/// submission that ran a function of it or copied to or from a variable of it. A module lives
+/// long and may be used from many queues, each entry keeping its queue's stream alive: the
+/// list is pruned of points known complete whenever it has doubled since the last time.
+#[derive(Debug)]
+pub(crate) struct CodeUses {
+    uses: Uses,
+    /// The length at which a note asks for a prune.
+    prune_at: AtomicUsize,
+    /// Set by a note that reached `prune_at`: the submitting thread prunes after its submission
+    /// (no lock held then).
+    prune: AtomicBool,
+}
+
+/// The length of a [`CodeUses`] list below which it is never pruned.
+const CODE_USES_KEPT: usize = 16;
+
+impl Default for CodeUses {
+    fn default() -> CodeUses {
+        CodeUses {
+            uses: Uses::default(),
+            prune_at: AtomicUsize::new(CODE_USES_KEPT),
+            prune: AtomicBool::new(false),
+        }
+    }
+}
+
+impl CodeUses {
+    #[inline]
+    fn note(&self, queue: &Arc<Queue>, seq: u64) {
+        let mut l = self.uses.list.lock();
+        if let Some(u) = l.iter_mut().find(|u| Arc::ptr_eq(&u.queue, queue)) {
+            u.seq = seq;
+            return;
+        }
+        l.push(UseRec {
+            queue: queue.clone(),
+            seq,
+            write_seq: 0,
+        });
+        if l.len() >= self.prune_at.load(Ordering::Relaxed) {
+            self.prune.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Forgets the points known complete, if a note asked for it. Queues this thread can
+    /// fence are asked (a fence is recorded where none covers the point); other threads'
+    /// per-thread queues only as far as they are known complete (asking them would make every
+    /// later submission of theirs fenced).
+    #[cold]
+    #[inline(never)]
+    fn prune(&self) {
+        if !self.prune.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let list: Vec<UseRec> = self.uses.list.lock().clone();
+        let done: Vec<UseRec> = list
+            .into_iter()
+            .filter(|u| {
+                if u.queue.addressable() {
+                    matches!(u.queue.is_done(u.seq), Ok(true))
+                } else {
+                    !u.pending()
+                }
+            })
+            .collect();
+        let len = {
+            let mut l = self.uses.list.lock();
+            l.retain(|u| {
+                !done
+                    .iter()
+                    .any(|d| Arc::ptr_eq(&u.queue, &d.queue) && u.seq <= d.seq)
+            });
+            l.len()
+        };
+        self.prune_at
+            .store((2 * len).max(CODE_USES_KEPT), Ordering::Relaxed);
+        // (The queues forgotten are dropped here, after the list's lock: the last handle of a
+        // queue destroys its stream.)
+        drop(done);
+    }
+
+    /// Takes the points not known complete, for the unload (see [`Uses::take_points`]).
+    pub(crate) fn take_points(&mut self) -> Vec<(Arc<Queue>, u64)> {
+        self.uses.take_points()
+    }
+}
+
+/// A submission's memory, and the code (a module or library) whose function it runs or whose
+/// variable it copies: the code's use is noted at the same point as the memory's.
+#[derive(Clone, Copy)]
+struct WithCode<'u, 'a> {
+    memory: &'u [Use<'a>],
+    code: &'u CodeUses,
+}
+
+impl<'u, 'a: 'u> UseSet<'u, 'a> for WithCode<'u, 'a> {
+    #[inline]
+    fn none(self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn admit(self, a: &Active, q: &Arc<Queue>, call: &'static str) -> Result<(Vec<Keep>, bool)> {
+        self.memory.admit(a, q, call)
+    }
+
+    #[inline]
+    fn note(self, q: &Arc<Queue>, seq: u64) {
+        self.memory.note(q, seq);
+        self.code.note(q, seq);
+    }
+
+    /// Under capture the graph keeps the code through the submission's tokens (the function
+    /// or kernel handle): only the memory is admitted as a node's.
+    #[inline]
+    fn memory(self) -> &'u [Use<'a>] {
+        self.memory
+    }
+}
+
 /// What a submission uses, as the enqueue path ([`Lane::submit`]) admits and notes it: memory
 /// ([`Use`]s), or an executable graph's launches ([`LocalUses`]).
 trait UseSet<'u, 'a: 'u>: Copy {
@@ -1254,6 +1385,57 @@ impl<'q> Lane<'q> {
         op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
     ) -> Result<R> {
         self.submit_in(call, uses, Some(keep), &mut None, op)
+    }
+
+    /// As [`submit`](Self::submit), for work on a variable of user code (a module or library,
+    /// see [`LoadedCode`]): the point is noted on `code` too, and its unload waits for it.
+    #[inline]
+    pub(crate) fn submit_with_code<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        code: Option<&CodeUses>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        let Some(code) = code else {
+            return self.submit_in(call, uses, None, &mut None, op);
+        };
+        let r = self.submit_in(call, WithCode { memory: uses, code }, None, &mut None, op);
+        self.after_code_use(code);
+        r
+    }
+
+    /// As [`submit_capturable`](Self::submit_capturable), for a launch of user code (a module
+    /// or library, see [`LoadedCode`]): the point is noted on `code` too, and its unload waits
+    /// for it. (Under capture `keep` holds the code for the graph.)
+    #[inline]
+    pub(crate) fn submit_capturable_with_code<R>(
+        &self,
+        call: &'static str,
+        uses: &[Use<'_>],
+        code: Option<&CodeUses>,
+        keep: &mut dyn FnMut() -> Result<Tokens>,
+        op: impl FnOnce(&Active, sys::CUstream) -> Result<R>,
+    ) -> Result<R> {
+        let Some(code) = code else {
+            return self.submit_in(call, uses, Some(keep), &mut None, op);
+        };
+        let memory = WithCode { memory: uses, code };
+        let r = self.submit_in(call, memory, Some(keep), &mut None, op);
+        self.after_code_use(code);
+        r
+    }
+
+    /// Prunes `code`'s list when the submission's note asked for it (see [`CodeUses`]).
+    #[inline]
+    fn after_code_use(&self, code: &CodeUses) {
+        // (Not inside a host function, where no CUDA call may be made: a later submission
+        // prunes.)
+        if code.prune.load(Ordering::Relaxed) && !context::in_host_fn() {
+            code.prune();
+            // Asking other devices' queues may have made their contexts current.
+            let _ = self.a.rebind();
+        }
     }
 
     /// As [`submit_capturable`](Self::submit_capturable), also returning the id of the capture
@@ -2106,6 +2288,83 @@ mod tests {
             u.note(q, seq, *write);
         }
         seq
+    }
+
+    #[test]
+    fn code_uses_are_pruned_of_complete_points_when_the_list_doubles() {
+        let code = CodeUses::default();
+        // Queues of a device number no real device has: a point not known complete cannot be
+        // asked about (no driver), so it stays.
+        let mine: Vec<Arc<Queue>> = (0..CODE_USES_KEPT - 2)
+            .map(|_| Arc::new(Queue::new(std::ptr::null_mut(), 9101, 1, QueueKind::Owned)))
+            .collect();
+        // Two per-thread queues of another thread: never asked, only read.
+        let theirs: Vec<Arc<Queue>> = std::thread::spawn(|| {
+            (0..2)
+                .map(|_| {
+                    Arc::new(Queue::new(
+                        std::ptr::null_mut(),
+                        9101,
+                        1,
+                        QueueKind::PerThread,
+                    ))
+                })
+                .collect()
+        })
+        .join()
+        .unwrap();
+        let mut points = Vec::new();
+        for q in mine.iter().chain(&theirs) {
+            let seq = q.next_seq();
+            code.note(q, seq);
+            points.push((q.clone(), seq));
+        }
+        assert!(
+            code.prune.load(Ordering::Relaxed),
+            "the 16th queue asks for a prune"
+        );
+        // A later point of a queue already noted replaces its entry.
+        let again = mine[0].next_seq();
+        code.note(&mine[0], again);
+        points[0].1 = again;
+        assert_eq!(code.uses.list.lock().len(), CODE_USES_KEPT);
+        // Half of them (one of the other thread's among them) complete.
+        for (q, seq) in points.iter().step_by(2) {
+            q.completed(*seq);
+        }
+        code.prune();
+        let left: Vec<(usize, u64)> = code
+            .uses
+            .list
+            .lock()
+            .iter()
+            .map(|u| (Arc::as_ptr(&u.queue) as usize, u.seq))
+            .collect();
+        let want: Vec<(usize, u64)> = points
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|(q, s)| (Arc::as_ptr(q) as usize, *s))
+            .collect();
+        assert_eq!(left, want);
+        assert!(!code.prune.load(Ordering::Relaxed));
+        assert_eq!(code.prune_at.load(Ordering::Relaxed), CODE_USES_KEPT);
+        // The other thread's queues were not asked (that would fence its submissions from then).
+        assert!(theirs.iter().all(|q| !q.wanted.load(Ordering::Relaxed)));
+        assert!(theirs.iter().all(|q| !q.eager.load(Ordering::Relaxed)));
+        // A prune nobody asked for does nothing; the unload waits for exactly what is left.
+        code.prune();
+        assert_eq!(code.uses.list.lock().len(), want.len());
+        let mut code = code;
+        let mut taken: Vec<(usize, u64)> = code
+            .take_points()
+            .iter()
+            .map(|(q, s)| (Arc::as_ptr(q) as usize, *s))
+            .collect();
+        taken.sort();
+        let mut want = want;
+        want.sort();
+        assert_eq!(taken, want);
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! Module globals: typed handles to `__device__` and `__constant__` variables
 //! (`cudaMemcpyToSymbol`, `cudaMemcpyFromSymbol`, `cudaGetSymbolAddress`, `cudaGetSymbolSize`).
 
-use std::any::Any;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -10,7 +9,7 @@ use crate::context::{self, Active};
 use crate::driver::{self, sys};
 use crate::error::{record, Error, Result};
 use crate::memory::{PageLocked, PageLockedMut};
-use crate::queue::{Lane, Use};
+use crate::queue::{Lane, LoadedCode, Use};
 use crate::stream::{self, Stream};
 use crate::DeviceRepr;
 
@@ -22,34 +21,13 @@ pub struct Symbol<T: DeviceRepr> {
     device: i32,
     generation: u64,
     name: Arc<str>,
-    module: Option<Arc<dyn Any + Send + Sync>>,
+    /// The user module or library the variable belongs to: its asynchronous copies are noted
+    /// there too, and it is unloaded only after them, whichever handle goes last.
+    module: Option<Arc<dyn LoadedCode>>,
     /// Notes the asynchronous copies queued on the variable (an allocation of no bytes: never
-    /// freed): the module is unloaded only after them.
+    /// freed).
     track: crate::memory::Alloc,
     _t: PhantomData<T>,
-}
-
-impl<T: DeviceRepr> Drop for Symbol<T> {
-    fn drop(&mut self) {
-        // Asynchronous copies may still be queued on the variable (review finding): the module
-        // stays loaded until they are done, in the background, instead of unloading under them.
-        let waits = self.track.uses.take_points();
-        if waits.is_empty() {
-            return;
-        }
-        if let Some(m) = self.module.take() {
-            crate::queue::defer_free(
-                self.device,
-                self.generation,
-                waits,
-                "keeping a module loaded for its queued copies",
-                move |_| {
-                    drop(m);
-                    Ok(())
-                },
-            );
-        }
-    }
 }
 
 impl<T: DeviceRepr> std::fmt::Debug for Symbol<T> {
@@ -67,7 +45,7 @@ impl<T: DeviceRepr> Symbol<T> {
         a: &Active,
         module: sys::CUmodule,
         name: &str,
-        keep: Option<Arc<dyn Any + Send + Sync>>,
+        keep: Option<Arc<dyn LoadedCode>>,
     ) -> Result<Symbol<T>> {
         let cname = CString::new(name).map_err(|_| Error::InvalidValue {
             what: "symbol name",
@@ -99,7 +77,7 @@ impl<T: DeviceRepr> Symbol<T> {
         ptr: u64,
         size: usize,
         name: &str,
-        keep: Option<Arc<dyn Any + Send + Sync>>,
+        keep: Option<Arc<dyn LoadedCode>>,
     ) -> Result<Symbol<T>> {
         if size != std::mem::size_of::<T>() {
             return Err(Error::SymbolSize {
@@ -143,7 +121,7 @@ impl<T: DeviceRepr> Symbol<T> {
 
     /// What keeps the variable's module loaded (none for the crate's own modules, loaded for
     /// the context's life), for a graph node that copies to or from it.
-    pub(crate) fn module_keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+    pub(crate) fn module_keep(&self) -> Option<Arc<dyn LoadedCode>> {
         self.module.clone()
     }
 
@@ -253,7 +231,8 @@ impl<T: DeviceRepr> Symbol<T> {
             Use::host_copy(alloc, !to_symbol),
             Use::device(&self.track, to_symbol),
         ];
-        lane.submit(call, &uses, |a, raw| {
+        let code = self.module.as_deref().map(LoadedCode::code_uses);
+        lane.submit_with_code(call, &uses, code, |a, raw| {
             if to_symbol {
                 // SAFETY: `ptr..ptr + bytes` lies inside the variable (checked by the
                 // caller), live device memory of this context while the module is held; the

@@ -262,6 +262,12 @@ impl Event {
     }
 
     /// Opens an event another process shared, on the current device (`cudaIpcOpenEventHandle`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the driver hands out an event this process holds already
+    /// as another [`Event`] (a second one would destroy it again); the driver's error for a
+    /// handle of this same process (`CUDA_ERROR_INVALID_CONTEXT`, as libcudart's
+    /// `cudaErrorDeviceUninitialized`) or an invalid handle.
     #[doc(alias = "cudaIpcOpenEventHandle")]
     pub fn open_ipc(handle: &IpcEventHandle) -> Result<Event> {
         record((|| {
@@ -269,18 +275,20 @@ impl Event {
             let h = sys::CUipcEventHandle {
                 reserved: handle.0.map(|b| b as _),
             };
-            let mut raw: sys::CUevent = std::ptr::null_mut();
-            // SAFETY: the context is current; valid out-parameter.
-            a.check(
-                unsafe { sys::cuIpcOpenEventHandle(&mut raw, h) },
-                "cuIpcOpenEventHandle",
-            )?;
-            Ok(Event::from_parts(
-                raw,
-                a.dev.ordinal,
-                a.generation(),
+            Event::opened(
+                &a,
                 EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING,
-            ))
+                || format!("{handle:?}"),
+                || {
+                    let mut raw: sys::CUevent = std::ptr::null_mut();
+                    // SAFETY: the context is current; valid out-parameter.
+                    a.check(
+                        unsafe { sys::cuIpcOpenEventHandle(&mut raw, h) },
+                        "cuIpcOpenEventHandle",
+                    )?;
+                    Ok(raw)
+                },
+            )
         })())
     }
 }

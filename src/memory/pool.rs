@@ -1,8 +1,9 @@
 //! Stream-ordered memory pools: `cudaMemPoolCreate`, `cudaDeviceGetDefaultMemPool`,
 //! `cudaMemPoolSetAttribute` / `cudaMemPoolGetAttribute`, `cudaMemPoolTrimTo`.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -98,35 +99,71 @@ impl PoolAccess {
     }
 }
 
-/// The pools this crate created and that still live, so that a device's current pool can be
-/// handed out as the very pool (sharing its lifetime), never as a second owner.
-static OWNED: Mutex<Vec<Weak<PoolInner>>> = Mutex::new(Vec::new());
+/// The pool handles this crate owns (made with [`MemPool::new`] or imported), by raw handle, from
+/// their making until their destroy has run: a device's current pool is handed out as the very
+/// pool, and an import that yields a handle already owned shares its owner, never a second
+/// owner that would destroy it again.
+static OWNED: Mutex<Vec<Owned>> = Mutex::new(Vec::new());
+
+/// One entry of [`OWNED`].
+#[derive(Debug)]
+struct Owned {
+    /// The owner's [`PoolInner::id`].
+    id: u64,
+    raw: Raw<sys::CUmemPoolHandle_st>,
+    device: i32,
+    generation: u64,
+    pool: Weak<PoolInner>,
+    /// The owner's [`PoolInner::pointers_imported`].
+    left: Arc<AtomicBool>,
+}
+
+/// The number of the next owned pool (0 is no owned pool's).
+static NEXT_POOL: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Debug)]
 struct PoolInner {
     raw: Raw<sys::CUmemPoolHandle_st>,
     device: i32,
     generation: u64,
-    /// Made by the crate (destroyed on drop), not a device's default pool.
+    /// Made or imported by the crate (destroyed when the last handle drops), not a device's
+    /// default pool.
     owned: bool,
+    /// Its entry in [`OWNED`] (0 when not owned).
+    id: u64,
     /// Pointers were imported from this (imported) pool: it is left to its context (destroyed
-    /// at a reset or process exit), since the imported buffers may outlive the handle.
-    pointers_imported: AtomicBool,
+    /// at a reset or process exit), since the imported buffers may outlive the handle. Shared
+    /// with the entry in [`OWNED`], so that a later owner of the same handle leaves it too.
+    pointers_imported: Arc<AtomicBool>,
 }
 
 impl Drop for PoolInner {
     fn drop(&mut self) {
-        if !self.owned || *self.pointers_imported.get_mut() {
+        if !self.owned || self.pointers_imported.load(Ordering::Acquire) {
+            // (A pool left to its context keeps its entry: a later import of the handle
+            // shares the decision.)
             return;
         }
-        let raw = self.raw;
+        let (raw, id) = (self.raw, self.id);
         context::release(
             self.device,
             self.generation,
             "destroying a memory pool",
             move |a| {
-                // SAFETY: a pool this crate created in this live context. Allocations still
-                // outstanding keep their memory: the driver releases the pool after they are freed.
+                // Under the registry's lock: an import that yielded this handle since its last
+                // owner dropped took it over (the entry is gone: destroyed by the new owner),
+                // or finds it destroyed.
+                let mut owned = OWNED.lock();
+                let Some(i) = owned.iter().position(|e| e.id == id) else {
+                    return Ok(());
+                };
+                if owned[i].left.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                owned.swap_remove(i);
+                // SAFETY: a pool this crate owns in this live context, destroyed once (its
+                // entry is gone). Allocations still outstanding keep their memory: the driver
+                // releases the pool after they are freed.
                 a.check(
                     unsafe { sys::cuMemPoolDestroy(raw.get()) },
                     "cuMemPoolDestroy",
@@ -137,7 +174,9 @@ impl Drop for PoolInner {
 }
 
 /// A stream-ordered memory pool (`cudaMemPool_t`). Cloning shares the pool; a pool made with
-/// [`MemPool::new`] is destroyed when the last clone drops (allocations from it stay valid).
+/// [`MemPool::new`] or imported with [`MemPool::import_fd`] is destroyed when the last clone
+/// drops (allocations from it stay valid). One pool handle has one owner: an import that yields
+/// a handle this process holds already returns a clone of it.
 ///
 /// ```no_run
 /// use cuda_runtime::{DeviceBuffer, MemPool, MemPoolProps, Device, Stream};
@@ -185,7 +224,7 @@ impl MemPool {
                 unsafe { sys::cuMemPoolCreate(&mut raw, &p) },
                 "cuMemPoolCreate",
             )?;
-            Ok(MemPool::wrap(&a, raw, true))
+            Ok(MemPool::own(&mut OWNED.lock(), &a, raw))
         })())
     }
 
@@ -201,23 +240,61 @@ impl MemPool {
                 unsafe { sys::cuDeviceGetDefaultMemPool(&mut raw, a.dev.raw) },
                 "cuDeviceGetDefaultMemPool",
             )?;
-            Ok(MemPool::wrap(&a, raw, false))
+            Ok(MemPool::borrowed(&a, raw))
         })())
     }
 
-    fn wrap(a: &Active, raw: sys::CUmemoryPool, owned: bool) -> MemPool {
+    /// A handle to a device's default pool (not owned: never destroyed by the crate).
+    fn borrowed(a: &Active, raw: sys::CUmemoryPool) -> MemPool {
+        MemPool {
+            inner: Arc::new(PoolInner {
+                raw: Raw(raw),
+                device: a.dev.ordinal,
+                generation: a.generation(),
+                owned: false,
+                id: 0,
+                pointers_imported: Arc::new(AtomicBool::new(false)),
+            }),
+        }
+    }
+
+    /// The owner of `raw`, a pool handle of the entered context `a` that the crate just made
+    /// or imported, registered in `owned` (the locked [`OWNED`]). A handle that has an owner
+    /// already (an import of a pool this process holds) gets that owner; one whose last owner
+    /// dropped and whose destroy has not run yet is taken over (that destroy is then skipped).
+    fn own(owned: &mut Vec<Owned>, a: &Active, raw: sys::CUmemoryPool) -> MemPool {
+        let (device, generation) = a.id();
+        // Entries of this device's reset contexts are dead (their destroys never run); owners
+        // still held stay.
+        owned.retain(|e| {
+            e.pool.strong_count() > 0 || e.device != device || e.generation == generation
+        });
+        let mut left = Arc::new(AtomicBool::new(false));
+        if let Some(i) = owned
+            .iter()
+            .position(|e| e.raw.get() == raw && e.device == device && e.generation == generation)
+        {
+            if let Some(inner) = owned[i].pool.upgrade() {
+                return MemPool { inner };
+            }
+            left = owned.swap_remove(i).left;
+        }
         let inner = Arc::new(PoolInner {
             raw: Raw(raw),
-            device: a.dev.ordinal,
-            generation: a.generation(),
-            owned,
-            pointers_imported: AtomicBool::new(false),
+            device,
+            generation,
+            owned: true,
+            id: NEXT_POOL.fetch_add(1, Ordering::Relaxed),
+            pointers_imported: left,
         });
-        if owned {
-            let mut pools = OWNED.lock();
-            pools.retain(|w| w.strong_count() > 0);
-            pools.push(Arc::downgrade(&inner));
-        }
+        owned.push(Owned {
+            id: inner.id,
+            raw: inner.raw,
+            device,
+            generation,
+            pool: Arc::downgrade(&inner),
+            left: inner.pointers_imported.clone(),
+        });
         MemPool { inner }
     }
 
@@ -488,6 +565,30 @@ type Import = (i32, u64, u64, [u8; 64]);
 
 static IMPORTS: Mutex<Vec<Import>> = Mutex::new(Vec::new());
 
+/// Export data this process handed out for its own allocations ([`DeviceBuffer::pool_export`]),
+/// with the device, context generation and address of the allocation exported. The driver lets
+/// a process import its own export through an import of its own pool: that mapping is a second
+/// owner of the allocation's memory, which it does not keep alive (after the exporter's free,
+/// it reaches whatever allocation the pool gives that memory next). Any import of this data
+/// here is refused, the exporting buffer's drop notwithstanding (its memory may be another
+/// allocation's by then). Kept for the context's life: one entry per distinct export data.
+static EXPORTED: Mutex<BTreeMap<[u8; 64], (i32, u64, u64)>> = Mutex::new(BTreeMap::new());
+
+/// Notes export data handed out for this process's allocation at `ptr` (see [`EXPORTED`]).
+fn note_export(data: [u8; 64], device: i32, generation: u64, ptr: u64) {
+    let mut exported = EXPORTED.lock();
+    if exported.insert(data, (device, generation, ptr)).is_none() {
+        // A new entry: those of this device's reset contexts go (their memory went with the
+        // context).
+        exported.retain(|_, &mut (d, g, _)| d != device || g == generation);
+    }
+}
+
+/// The allocation of this process that `data` was exported from, if any: (device, address).
+fn exported_here(data: &[u8; 64]) -> Option<(i32, u64)> {
+    EXPORTED.lock().get(data).map(|&(d, _, p)| (d, p))
+}
+
 /// Forgets an imported pointer once freed (from the buffer's drop).
 pub(crate) fn forget_import(device: i32, generation: u64, ptr: u64) {
     IMPORTS
@@ -537,10 +638,17 @@ impl MemPool {
     /// (`cudaMemPoolImportFromShareableHandle`). The descriptor stays the caller's. The pool
     /// serves only [`DeviceBuffer::import_from_pool`]; allocating from it is refused by the
     /// driver.
+    ///
+    /// The driver hands out the same handle when a process imports one pool twice: the second
+    /// import then returns a clone of the first (one owner of the handle, destroyed when the
+    /// last clone drops), as it does for a handle that is this process's own pool.
     #[doc(alias = "cudaMemPoolImportFromShareableHandle")]
     pub fn import_fd(fd: BorrowedFd<'_>, device: Device) -> Result<MemPool> {
         record((|| {
             let a = context::enter(device.ordinal())?;
+            // Held from the import until its owner is registered: a destroy of the same handle
+            // (its last owner dropped meanwhile) runs wholly before or after.
+            let mut owned = OWNED.lock();
             let mut raw: sys::CUmemoryPool = std::ptr::null_mut();
             // SAFETY: the context is current; for this handle type the handle is the
             // descriptor's number passed as a pointer-sized value, which the driver reads and
@@ -556,7 +664,7 @@ impl MemPool {
                 },
                 "cuMemPoolImportFromShareableHandle",
             )?;
-            Ok(MemPool::wrap(&a, raw, true))
+            Ok(MemPool::own(&mut owned, &a, raw))
         })())
     }
 }
@@ -592,6 +700,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 unsafe { sys::cuMemPoolExportPointer(&mut data, al.ptr) },
                 "cuMemPoolExportPointer",
             )?;
+            note_export(data.reserved, al.device, al.generation, al.ptr);
             Ok(PoolPtrExport(data.reserved))
         })())
     }
@@ -607,9 +716,11 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when this process already holds a buffer for the same export
-    /// (a second one would alias it); [`Error::OutOfRange`] when `len` elements exceed the
-    /// allocation; [`Error::DeviceMismatch`] when the memory is on another device than the
-    /// pool's handle says; the driver's errors for a pool or data that do not belong together.
+    /// (a second one would alias it), and for data this process exported itself (the
+    /// allocation has its owner here: the exporting buffer); [`Error::OutOfRange`] when `len`
+    /// elements exceed the allocation; [`Error::DeviceMismatch`] when the memory is on another
+    /// device than the pool's handle says; the driver's errors for a pool or data that do not
+    /// belong together.
     #[doc(alias = "cudaMemPoolImportPointer")]
     pub fn import_from_pool(
         pool: &MemPool,
@@ -617,6 +728,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         len: usize,
     ) -> Result<DeviceBuffer<T>> {
         record((|| {
+            if let Some((device, ptr)) = exported_here(&data.0) {
+                return Err(Error::InvalidValue {
+                    what: "cudaMemPoolImportPointer",
+                    value: format!(
+                        "{data:?} (exported by this process from its allocation at {ptr:#x} \
+                         on device {device})"
+                    ),
+                    reason: "the allocation is this process's own: an imported buffer would \
+                             be a second owner of its memory, alive past the exporter's free",
+                });
+            }
             let a = pool.enter()?;
             let (device, generation) = a.id();
             let mut imports = IMPORTS.lock();
@@ -738,14 +860,18 @@ impl Device {
                 "cuDeviceGetDefaultMemPool",
             )?;
             if cur == def {
-                return Ok(MemPool::wrap(&a, cur, false));
+                return Ok(MemPool::borrowed(&a, cur));
             }
             let generation = a.generation();
-            let found = OWNED.lock().iter().find_map(|w| {
-                w.upgrade().filter(|p| {
-                    p.raw.get() == cur && p.device == self.ordinal() && p.generation == generation
+            // (Only the matching entry is upgraded: an owner made here and dropped under the
+            // lock would take the lock again in its drop.)
+            let found = OWNED
+                .lock()
+                .iter()
+                .find(|e| {
+                    e.raw.get() == cur && e.device == self.ordinal() && e.generation == generation
                 })
-            });
+                .and_then(|e| e.pool.upgrade());
             found
                 .map(|inner| MemPool { inner })
                 .ok_or_else(|| Error::InvalidValue {
@@ -821,6 +947,25 @@ mod tests {
             .collect();
         assert_eq!(left, vec![0x2000]);
         forget_import(7, 3, 0x2000);
+    }
+
+    #[test]
+    fn exports_are_remembered_per_device_and_live_context() {
+        // A device number no real device has.
+        note_export([9; 64], 9201, 3, 0x1000);
+        note_export([8; 64], 9201, 3, 0x2000);
+        note_export([9; 64], 9201, 3, 0x1000);
+        assert_eq!(exported_here(&[9; 64]), Some((9201, 0x1000)));
+        assert_eq!(exported_here(&[8; 64]), Some((9201, 0x2000)));
+        assert_eq!(exported_here(&[7; 64]), None);
+        // Another device's export stays; the device's exports of an earlier context go when a
+        // later context exports.
+        note_export([6; 64], 9202, 1, 0x3000);
+        note_export([5; 64], 9201, 4, 0x4000);
+        assert_eq!(exported_here(&[9; 64]), None);
+        assert_eq!(exported_here(&[8; 64]), None);
+        assert_eq!(exported_here(&[6; 64]), Some((9202, 0x3000)));
+        assert_eq!(exported_here(&[5; 64]), Some((9201, 0x4000)));
     }
 
     #[test]

@@ -21,6 +21,17 @@ fn ipc_handle_opened_in_its_own_process() {
     let e = cuda_runtime::DeviceBuffer::<u32>::open_ipc(&h, 64).unwrap_err();
     assert_eq!(e.code(), ErrorCode::DeviceUninitialized, "{e}");
     assert_eq!(e.driver_code(), Some(201));
+    // An interprocess event's handle likewise: no second owner of the event here, and the
+    // event itself goes on working.
+    let ev = Event::with_flags(EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING).unwrap();
+    let eh = ev.ipc_handle().unwrap();
+    let e = Event::open_ipc(&eh).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::DeviceUninitialized, "{e}");
+    assert_eq!(e.driver_code(), Some(201));
+    let s = Stream::new().unwrap();
+    ev.record(&s).unwrap();
+    ev.synchronize().unwrap();
+    assert!(ev.query().unwrap());
 }
 
 fn event_errors_follow_the_runtime() {

@@ -31,6 +31,7 @@ mod launch;
 mod launch_ex;
 mod library;
 mod memory;
+mod ownership;
 mod peer;
 mod pitched;
 mod runtime_rest;
@@ -69,6 +70,7 @@ fn main() {
             .chain(texture::CHILDREN)
             .chain(peer::CHILDREN)
             .chain(callbacks::CHILDREN)
+            .chain(ownership::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -135,6 +137,7 @@ fn main() {
         launch_ex::TESTS,
         library::TESTS,
         memory::TESTS,
+        ownership::TESTS,
         peer::TESTS,
         pitched::TESTS,
         runtime_rest::TESTS,
