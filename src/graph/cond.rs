@@ -90,7 +90,7 @@ fn loop_nodes(
     depth: u32,
 ) -> Result<Vec<(GraphNodeType, bool)>> {
     // SAFETY: a live graph of the root's nesting (the caller holds the root's lock).
-    let nodes = super::node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+    let nodes = super::node_list(a, "cuGraphGetNodes", None, |p, n| unsafe {
         sys::cuGraphGetNodes(g, p, n)
     })?;
     let mut out = Vec::with_capacity(nodes.len());

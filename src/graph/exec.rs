@@ -125,6 +125,10 @@ pub struct GraphExec {
     dev: &'static context::DeviceState,
     generation: u64,
     source: Arc<GraphShared>,
+    /// How many nodes of `source` were destroyed when the executable was made: a handle with a
+    /// later stamp names a node added since at a destroyed node's address, which is none of
+    /// the executable's (see `more::Extra`).
+    destroys: u64,
     /// A snapshot of the graph's references to its user objects (the driver's executable
     /// holds none, see `keep::Refs`) and the tokens of per-node updates; released once the
     /// launches are done. (`None` only inside `drop`.)
@@ -172,6 +176,19 @@ impl Drop for GraphExec {
                 r
             });
         }
+    }
+}
+
+/// The error for a node added to the source graph after the executable was made, at the address
+/// of a node destroyed since: the driver would take it for the destroyed node's copy in the
+/// executable.
+#[cold]
+fn added_since(call: &'static str, node: GraphNode) -> Error {
+    Error::InvalidValue {
+        what: call,
+        value: format!("graph node {:#x}", node.raw),
+        reason: "the node was added to the graph after the executable was instantiated (at a \
+                 destroyed node's address): it is not one of the executable's nodes",
     }
 }
 
@@ -268,6 +285,7 @@ impl Graph {
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let objects = self.shared.objects.lock();
+            let destroys = self.shared.extra.destroys();
             // The executable keeps a snapshot of the graph's references (no driver call; the
             // driver's graph holds none of them, see `keep::Refs`).
             let kept = ExecRefs {
@@ -319,6 +337,7 @@ impl Graph {
                 dev: a.dev,
                 generation,
                 source: self.shared.clone(),
+                destroys,
                 kept: Some(kept),
                 launches: crate::queue::LocalUses::default(),
                 _not_sync: PhantomData,
@@ -516,14 +535,16 @@ impl GraphExec {
     fn own_node(&self, node: GraphNode, call: &'static str) -> Result<sys::CUgraphNode> {
         // A handle of a node destroyed in the source graph is refused before the driver sees it.
         super::more::check_not_destroyed(&self.source, call, &[node])?;
-        if node.graph == self.source.id {
-            Ok(node.as_raw())
-        } else {
-            Err(Error::ForeignGraphNode {
+        if node.graph != self.source.id {
+            return Err(Error::ForeignGraphNode {
                 call,
                 node: node.raw,
-            })
+            });
         }
+        if node.stamp > self.destroys {
+            return Err(added_since(call, node));
+        }
+        Ok(node.as_raw())
     }
 
     /// Sets the function, configuration and arguments of a kernel node for future launches

@@ -356,7 +356,7 @@ impl Graph {
             let mut all = with_alloc_deps(deps, [&mem.inner]);
             for u in mem.inner.users.lock().iter() {
                 // A destroyed user needs no ordering (and its handle must not reach the driver).
-                if !all.contains(u) && !self.shared.extra.is_destroyed(u.raw) {
+                if !all.contains(u) && !self.shared.extra.is_destroyed(u) {
                     all.push(*u);
                 }
             }
@@ -535,7 +535,11 @@ mod tests {
     use super::*;
 
     fn node(raw: usize) -> GraphNode {
-        GraphNode { raw, graph: 1 }
+        GraphNode {
+            raw,
+            graph: 1,
+            stamp: 0,
+        }
     }
 
     fn inner(alloc: usize) -> GraphMemInner {

@@ -148,6 +148,15 @@ pub(crate) struct Flags {
 pub(crate) type Body = (bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>);
 
 impl GraphShared {
+    /// The handle of the live node `raw` of this graph.
+    pub(crate) fn handle(&self, raw: usize) -> GraphNode {
+        GraphNode {
+            raw,
+            graph: self.id,
+            stamp: self.extra.stamp(raw),
+        }
+    }
+
     /// Whether the graph has a memory node (its flag, read without a lock).
     #[inline]
     pub(crate) fn has_mem_nodes(&self) -> bool {
@@ -225,11 +234,15 @@ impl std::fmt::Debug for Graph {
 
 /// A node of a [`Graph`] (`cudaGraphNode_t`): a plain handle, valid with the graph it came
 /// from (and that graph's executables); using it with another graph is an
-/// [`Error::ForeignGraphNode`].
+/// [`Error::ForeignGraphNode`]. Once its node is destroyed ([`Graph::destroy_node`]) the handle
+/// is refused for good, even where a newer node has the same raw handle: two handles are equal
+/// only when they name the same node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GraphNode {
     raw: usize,
     graph: u64,
+    /// The stamp of `raw` in its graph when the handle was made (see `more::Extra`).
+    stamp: u64,
 }
 
 impl GraphNode {
@@ -463,11 +476,13 @@ pub(crate) fn raw_node_type(a: &Active, raw: sys::CUgraphNode) -> Result<GraphNo
     Ok(GraphNodeType::from_raw(t))
 }
 
-/// Reads a list of nodes with the two-call pattern (`count` first, then the nodes).
+/// Reads a list of nodes with the two-call pattern (`count` first, then the nodes), as handles
+/// of `graph`'s nodes (`None`: of a graph without a crate handle, with stamp 0 and graph id 0,
+/// for the crate's own reading).
 fn node_list(
     a: &Active,
     call: &'static str,
-    graph: u64,
+    graph: Option<&GraphShared>,
     mut get: impl FnMut(*mut sys::CUgraphNode, *mut usize) -> sys::CUresult,
 ) -> Result<Vec<GraphNode>> {
     let mut n = 0usize;
@@ -478,9 +493,13 @@ fn node_list(
         v.truncate(n);
     }
     Ok(v.into_iter()
-        .map(|raw| GraphNode {
-            raw: raw as usize,
-            graph,
+        .map(|raw| match graph {
+            Some(g) => g.handle(raw as usize),
+            None => GraphNode {
+                raw: raw as usize,
+                graph: 0,
+                stamp: 0,
+            },
         })
         .collect())
 }
@@ -584,12 +603,9 @@ impl Graph {
                 if let Some(obj) = obj {
                     objects.push(obj);
                 }
-                // A new node may reuse a destroyed node's address: the handle is live again.
-                self.shared.extra.revive(node as usize);
-                Ok(GraphNode {
-                    raw: node as usize,
-                    graph: self.shared.id,
-                })
+                // (A new node may have a destroyed node's address: its handle gets the
+                // address's current stamp, which the destroyed node's handles do not have.)
+                Ok(self.shared.handle(node as usize))
             }
             (Err(e), Some(obj)) => {
                 // The node was not added: its bundle goes back (released by the driver).

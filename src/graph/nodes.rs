@@ -793,7 +793,7 @@ impl Graph {
             let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
-            node_list(&a, "cuGraphGetNodes", self.shared.id, |p, n| unsafe {
+            node_list(&a, "cuGraphGetNodes", Some(&self.shared), |p, n| unsafe {
                 sys::cuGraphGetNodes(g, p, n)
             })
         })())
@@ -807,9 +807,12 @@ impl Graph {
             let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: as in `nodes`.
-            node_list(&a, "cuGraphGetRootNodes", self.shared.id, |p, n| unsafe {
-                sys::cuGraphGetRootNodes(g, p, n)
-            })
+            node_list(
+                &a,
+                "cuGraphGetRootNodes",
+                Some(&self.shared),
+                |p, n| unsafe { sys::cuGraphGetRootNodes(g, p, n) },
+            )
         })())
     }
 
@@ -844,11 +847,7 @@ impl Graph {
                     "cuGraphGetEdges",
                 )?;
             }
-            let id = self.shared.id;
-            let node = |raw: sys::CUgraphNode| GraphNode {
-                raw: raw as usize,
-                graph: id,
-            };
+            let node = |raw: sys::CUgraphNode| self.shared.handle(raw as usize);
             Ok(from
                 .into_iter()
                 .zip(to)
@@ -869,7 +868,7 @@ impl Graph {
             node_list(
                 &a,
                 "cuGraphNodeGetDependencies",
-                self.shared.id,
+                Some(&self.shared),
                 |p, n| unsafe {
                     sys::cuGraphNodeGetDependencies_v2(raw, p, std::ptr::null_mut(), n)
                 },
@@ -888,7 +887,7 @@ impl Graph {
             node_list(
                 &a,
                 "cuGraphNodeGetDependentNodes",
-                self.shared.id,
+                Some(&self.shared),
                 |p, n| unsafe {
                     sys::cuGraphNodeGetDependentNodes_v2(raw, p, std::ptr::null_mut(), n)
                 },
