@@ -281,10 +281,12 @@ impl Graph {
             };
             self.not_body(CALL)?;
             self.check_all_freed(CALL)?;
-            self.check_while_bodies(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let objects = self.shared.objects.lock();
+            // Under the lock held until the driver has instantiated: a body handle on another
+            // thread cannot add or destroy a body's node in between.
+            self.check_while_bodies(&a, &objects, CALL)?;
             let destroys = self.shared.extra.destroys();
             // The executable keeps a snapshot of the graph's references (no driver call; the
             // driver's graph holds none of them, see `keep::Refs`).
@@ -347,11 +349,6 @@ impl Graph {
 }
 
 impl GraphExec {
-    /// The tokens of per-node updates (exclusive: no lock taken).
-    pub(crate) fn acc(&mut self) -> &mut keep::Kept {
-        acc_of(&mut self.kept)
-    }
-
     /// The raw handle (`CUgraphExec`).
     pub fn as_raw(&self) -> sys::CUgraphExec {
         self.raw.0
@@ -454,7 +451,6 @@ impl GraphExec {
                 });
             }
             graph.not_body(CALL)?;
-            graph.check_while_bodies(CALL)?;
             if graph.has_mem_nodes() || self.source.has_mem_nodes() {
                 return Err(Error::InvalidValue {
                     what: CALL,
@@ -466,7 +462,13 @@ impl GraphExec {
             }
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
-            let objects = graph.shared.objects.lock();
+            // Both graphs locked, in the global order (one lock when `graph` is the source):
+            // the driver's update reads the new graph and changes the executable, whose
+            // per-node calls the source's lock serialises, and neither graph changes meanwhile.
+            let (objects, source_lock) = super::more::lock_pair(&graph.shared, &self.source);
+            // Under the locks held until the driver has updated: a body handle on another
+            // thread cannot add or destroy a body's node in between.
+            graph.check_while_bodies(&a, &objects, CALL)?;
             // A snapshot of the new graph's references (an accumulator is added below).
             let refs = objects.clone();
             // Decided before the driver's call (whose work leaves little of the crate's data in
@@ -474,7 +476,7 @@ impl GraphExec {
             // updates' accumulator can be kept (it holds nothing, and nothing else holds it: a
             // sweep of whole updates then allocates nothing), and the launches still in flight
             // (a point that completes meanwhile only defers the release of the old references).
-            let reuse = self.acc().is_empty();
+            let reuse = acc_of(&mut self.kept).is_empty();
             let waits = self.launches.points();
             let mut info = UpdateResultInfo {
                 result: 0,
@@ -490,7 +492,7 @@ impl GraphExec {
                     (&mut info as *mut UpdateResultInfo).cast(),
                 )
             });
-            drop(objects);
+            drop((objects, source_lock));
             match r {
                 0 => {
                     // What the old nodes referred to goes once the launches so far are done.

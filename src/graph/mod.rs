@@ -129,7 +129,8 @@ pub(crate) struct GraphShared {
     /// with the graph it is a node of (its parent: the root or another body).
     bodies: Mutex<Vec<Body>>,
     /// Set (never cleared) once the graph has a memory node, or, for a root, once
-    /// `bodies` holds a while loop's: read without their locks by instantiations and whole
+    /// `bodies` holds a while loop's (pushed and set under `objects`' lock, with the node):
+    /// read without the locks of `mem` and `bodies` by instantiations, copies and whole
     /// updates, which for most graphs then have nothing more to check.
     flags: Flags,
     /// Destroyed node handles and the user objects retained by hand (see [`more`]).

@@ -171,7 +171,8 @@ fn check_not_destroyed_slow(
 pub(crate) type ObjectsGuard<'g> = super::lock::GraphGuard<'g, super::keep::Refs>;
 
 /// The locks of two graphs, taken in one global order (by address) so that two threads
-/// locking the same pair never wait for each other; one lock when they are the same graph.
+/// locking the same pair never wait for each other: `x`'s guard, then `y`'s (`None` when they
+/// are the same graph, locked once).
 pub(crate) fn lock_pair<'g>(
     x: &'g GraphShared,
     y: &'g GraphShared,
@@ -179,14 +180,13 @@ pub(crate) fn lock_pair<'g>(
     if std::ptr::eq(x, y) {
         return (x.objects.lock(), None);
     }
-    let (first, second) = if (x as *const GraphShared) < (y as *const GraphShared) {
-        (x, y)
+    if (x as *const GraphShared) < (y as *const GraphShared) {
+        let gx = x.objects.lock();
+        (gx, Some(y.objects.lock()))
     } else {
-        (y, x)
-    };
-    let a = first.objects.lock();
-    let b = second.objects.lock();
-    (a, Some(b))
+        let gy = y.objects.lock();
+        (x.objects.lock(), Some(gy))
+    }
 }
 
 /// Under the graph's lock (which [`Graph::destroy_node`] holds while it destroys): refuses a

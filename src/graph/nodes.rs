@@ -610,10 +610,8 @@ impl Graph {
                     reason: "a graph with conditional nodes cannot be embedded as a child graph",
                 });
             }
-            // The embedded copy's conditional bodies are the driver's, which no crate handle
-            // reaches and this graph's check does not see: checked now, as they stay (review
-            // finding, as for `try_clone`).
-            child.check_while_bodies(CALL)?;
+            // (So the embedded copy has no conditional bodies, whose loops this graph's check
+            // could not see: no body handle of `child` exists to add one meanwhile.)
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",
@@ -761,14 +759,14 @@ impl Graph {
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
             self.not_body("cudaGraphClone")?;
+            let a = self.enter()?;
+            let objects = self.shared.objects.lock();
             // The copy's conditional bodies are the driver's copies, which no crate handle
             // reaches (so they stay as they are now) and which the copy's instantiation check
             // does not see: a while body that cannot end its loop is refused here, as the
             // original's instantiation refuses it (review finding: the copy of such a graph
-            // instantiated, and its launches never ended).
-            self.check_while_bodies("cudaGraphClone")?;
-            let a = self.enter()?;
-            let objects = self.shared.objects.lock();
+            // instantiated, and its launches never ended). Under the lock held for the clone.
+            self.check_while_bodies(&a, &objects, "cudaGraphClone")?;
             let mut raw: sys::CUgraph = std::ptr::null_mut();
             // SAFETY: live graph; valid out-parameter.
             a.check(
