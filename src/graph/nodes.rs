@@ -375,6 +375,25 @@ pub(crate) fn host_params<F: Fn() + Send + Sync + 'static>(
     (params, node)
 }
 
+/// Refuses a copy (clone or child embedding) of a graph with memory nodes: what keeps its
+/// graph memory safe (which nodes may use it, whether every allocation is freed, that its
+/// edges stay) is the crate's record of the graph, which a copy would not have. (The driver's
+/// documentation forbids such copies too; the crate does not depend on its refusal. Memory
+/// nodes are added only through the graph itself, never through a body, so the flag cannot
+/// change meanwhile.)
+pub(crate) fn refuse_mem_copy(has_mem_nodes: bool, call: &'static str) -> Result<()> {
+    if has_mem_nodes {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: "a graph with memory allocation or free nodes".into(),
+            reason: "graphs with memory nodes are not copied (cloned or embedded as a child \
+                     graph): the crate's rules for their graph memory stay with the graph; \
+                     build the copy as a graph of its own",
+        });
+    }
+    Ok(())
+}
+
 impl Graph {
     /// Adds a node that does nothing (`cudaGraphAddEmptyNode`): a point to join dependencies.
     ///
@@ -580,8 +599,9 @@ impl Graph {
     ///
     /// # Errors
     /// [`Error::DeviceMismatch`] when `child` is another device's graph;
-    /// [`Error::InvalidValue`] for a conditional body and for a graph with conditional nodes
-    /// (the driver embeds none).
+    /// [`Error::InvalidValue`] for a conditional body, for a graph with conditional nodes
+    /// (the driver embeds none) and for a graph with memory allocation or free nodes (see
+    /// [`GraphMem`](super::GraphMem)).
     #[doc(alias = "cudaGraphAddChildGraphNode")]
     pub fn add_child_graph_node(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddChildGraphNode";
@@ -595,6 +615,7 @@ impl Graph {
                 });
             }
             child.not_body(CALL)?;
+            refuse_mem_copy(child.has_mem_nodes(), CALL)?;
             // A graph with conditional bodies is refused before its lock is taken (review
             // rev-e15): the driver embeds no graph with conditional nodes, and a body of
             // `child` shares `child`'s lock, so that `body.add_child_graph_node(&child)` took
@@ -752,13 +773,15 @@ impl Graph {
     /// nodes refer to. Node handles of the copy differ from the original's.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] for a conditional body, and for a graph with a while node whose
+    /// [`Error::InvalidValue`] for a conditional body, for a graph with a while node whose
     /// body holds no kernel (see [`ConditionalKind::While`](super::ConditionalKind::While)):
-    /// the copy's bodies cannot be changed any more.
+    /// the copy's bodies cannot be changed any more, and for a graph with memory allocation or
+    /// free nodes (see [`GraphMem`](super::GraphMem)).
     #[doc(alias = "cudaGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
             self.not_body("cudaGraphClone")?;
+            refuse_mem_copy(self.has_mem_nodes(), "cudaGraphClone")?;
             let a = self.enter()?;
             let objects = self.shared.objects.lock();
             // The copy's conditional bodies are the driver's copies, which no crate handle
@@ -952,5 +975,22 @@ impl Graph {
                 "could not be read back"
             },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_of_graphs_with_memory_nodes_are_refused_before_the_driver() {
+        assert!(refuse_mem_copy(false, "cudaGraphClone").is_ok());
+        let e = refuse_mem_copy(true, "cudaGraphClone").unwrap_err();
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+        let s = e.to_string();
+        assert!(
+            s.contains("cudaGraphClone") && s.contains("memory allocation or free nodes"),
+            "{s}"
+        );
     }
 }
