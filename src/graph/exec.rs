@@ -289,9 +289,11 @@ impl Graph {
             self.check_while_bodies(&a, &objects, CALL)?;
             let destroys = self.shared.extra.destroys();
             // The executable keeps a snapshot of the graph's references (no driver call; the
-            // driver's graph holds none of them, see `keep::Refs`).
+            // driver's graph holds none of them, see `keep::Refs`), and references of its own
+            // to the user objects the graph holds by hand.
             let kept = ExecRefs {
                 refs: objects.clone(),
+                hand: self.shared.hand_refs(&a)?,
                 acc: Accumulator::default(),
             };
             let mut exec: sys::CUgraphExec = std::ptr::null_mut();
@@ -469,8 +471,10 @@ impl GraphExec {
             // Under the locks held until the driver has updated: a body handle on another
             // thread cannot add or destroy a body's node in between.
             graph.check_while_bodies(&a, &objects, CALL)?;
-            // A snapshot of the new graph's references (an accumulator is added below).
+            // A snapshot of the new graph's references, and references to the user objects it
+            // holds by hand (an accumulator is added below).
             let refs = objects.clone();
+            let hand = graph.shared.hand_refs(&a)?;
             // Decided before the driver's call (whose work leaves little of the crate's data in
             // the caches), neither can change meanwhile (`&mut self`): whether the per-node
             // updates' accumulator can be kept (it holds nothing, and nothing else holds it: a
@@ -498,6 +502,7 @@ impl GraphExec {
                     // What the old nodes referred to goes once the launches so far are done.
                     let ExecRefs {
                         refs: old_refs,
+                        hand: old_hand,
                         acc: old_acc,
                     } = self.kept.take().expect("taken only by drop");
                     let (acc, old_acc) = if reuse {
@@ -505,10 +510,10 @@ impl GraphExec {
                     } else {
                         (Accumulator::default(), Some(old_acc))
                     };
-                    self.kept = Some(ExecRefs { refs, acc });
+                    self.kept = Some(ExecRefs { refs, hand, acc });
                     if waits.is_empty() {
                         // No launch in flight: released here.
-                        drop((old_refs, old_acc));
+                        drop((old_refs, old_hand, old_acc));
                         return Ok(());
                     }
                     crate::queue::defer_free(
@@ -517,7 +522,7 @@ impl GraphExec {
                         waits,
                         "releasing what an updated executable graph referred to",
                         move |_| {
-                            context::defer_release(move || drop((old_refs, old_acc)));
+                            context::defer_release(move || drop((old_refs, old_hand, old_acc)));
                             Ok(())
                         },
                     );

@@ -142,6 +142,9 @@ pub(crate) struct GraphShared {
 pub(crate) struct Flags {
     pub(crate) mem: std::sync::atomic::AtomicBool,
     pub(crate) while_body: std::sync::atomic::AtomicBool,
+    /// Set (never cleared, under `objects`' lock) once the graph retained a user object by
+    /// hand ([`Graph::retain_user_object`]).
+    pub(crate) user: std::sync::atomic::AtomicBool,
 }
 
 /// A conditional body known to its root: whether its node is a while loop, the body, and the
@@ -156,6 +159,16 @@ impl GraphShared {
             graph: self.id,
             stamp: self.extra.stamp(raw),
         }
+    }
+
+    /// References of the crate's own to the user objects the graph holds by hand, for an
+    /// executable made or updated from it (see [`keep::HandRefs`]); the caller holds the graph's
+    /// lock. (A graph that never retained one: nothing, without a lock.)
+    pub(crate) fn hand_refs(&self, a: &Active) -> Result<keep::HandRefs> {
+        if !self.flags.user.load(Ordering::Acquire) {
+            return Ok(keep::HandRefs::default());
+        }
+        keep::HandRefs::take(a, &self.extra.user_objects())
     }
 
     /// Whether the graph has a memory node (its flag, read without a lock).

@@ -129,6 +129,11 @@ impl Extra {
         }
     }
 
+    /// The user objects the graph holds references to by hand.
+    pub(crate) fn user_objects(&self) -> Vec<usize> {
+        self.user_refs.lock().keys().copied().collect()
+    }
+
     /// Puts back a reference taken by [`take_user_ref`](Self::take_user_ref).
     pub(crate) fn untake_user_ref(&self, obj: usize) {
         self.note_user_ref(obj);
