@@ -19,6 +19,7 @@ mod common;
 mod device;
 mod driver_errors;
 mod dynamic_parallelism;
+mod graph_hostile;
 mod graph_more;
 mod graph_nodes;
 mod graphs;
@@ -65,6 +66,7 @@ fn main() {
             .chain(runtime_rest::CHILDREN)
             .chain(texture::CHILDREN)
             .chain(peer::CHILDREN)
+            .chain(graph_hostile::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -119,6 +121,7 @@ fn main() {
         device::TESTS,
         driver_errors::TESTS,
         dynamic_parallelism::TESTS,
+        graph_hostile::TESTS,
         graph_more::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,
