@@ -229,6 +229,21 @@ pub(crate) struct Session {
     state: Mutex<SessionState>,
 }
 
+impl Session {
+    /// The handle of the live node `raw` of the graph the capture builds.
+    pub(crate) fn handle(&self, raw: usize) -> GraphNode {
+        match &self.into {
+            Some(g) => g.handle(raw),
+            // A new graph: no node of it was ever destroyed.
+            None => GraphNode {
+                raw,
+                graph: self.graph_id,
+                stamp: 0,
+            },
+        }
+    }
+}
+
 struct SessionState {
     tokens: Tokens,
     failure: Option<(&'static str, Error)>,
@@ -792,10 +807,7 @@ fn end_into(stream: &Stream, s: &Arc<Session>, g: &GraphShared) -> Result<Vec<Gr
         (Ok(()), None) => kept.map(|()| {
             e.leaves
                 .into_iter()
-                .map(|raw| GraphNode {
-                    raw: raw as usize,
-                    graph: g.id,
-                })
+                .map(|raw| g.handle(raw as usize))
                 .collect()
         }),
         (result, failure) => Err(failed(result, failure)),
@@ -1040,11 +1052,7 @@ impl Stream {
             let i = raw_info(&a, self.as_raw(), true)?;
             // Only an active capture's details are valid.
             let active = i.status == 1;
-            let graph_id = if active {
-                find(i.id).map_or(0, |s| s.graph_id)
-            } else {
-                0
-            };
+            let session = if active { find(i.id) } else { None };
             Ok(CaptureInfo {
                 status: CaptureStatus::from_raw(i.status),
                 id: if active { i.id } else { 0 },
@@ -1056,9 +1064,13 @@ impl Stream {
                 dependencies: i
                     .deps
                     .into_iter()
-                    .map(|raw| GraphNode {
-                        raw: raw as usize,
-                        graph: graph_id,
+                    .map(|raw| match &session {
+                        Some(s) => s.handle(raw as usize),
+                        None => GraphNode {
+                            raw: raw as usize,
+                            graph: 0,
+                            stamp: 0,
+                        },
                     })
                     .collect(),
             })

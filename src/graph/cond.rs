@@ -90,7 +90,7 @@ fn loop_nodes(
     depth: u32,
 ) -> Result<Vec<(GraphNodeType, bool)>> {
     // SAFETY: a live graph of the root's nesting (the caller holds the root's lock).
-    let nodes = super::node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+    let nodes = super::node_list(a, "cuGraphGetNodes", None, |p, n| unsafe {
         sys::cuGraphGetNodes(g, p, n)
     })?;
     let mut out = Vec::with_capacity(nodes.len());
@@ -128,8 +128,18 @@ fn holds_kernel(
 impl Graph {
     /// Refuses a graph with a while node whose body cannot end the loop (see
     /// [`ConditionalKind::While`]), at any depth.
-    pub(crate) fn check_while_bodies(&self, call: &'static str) -> Result<()> {
-        // (No while body ever: nothing to check, not even under the lock.)
+    ///
+    /// The caller holds the graph's lock (`_held`, the lock of the root of a nesting), and does
+    /// what the answer allows (instantiate, copy, update) before letting it go: conditional
+    /// nodes are added with their bodies, and nodes of bodies added and destroyed, under that
+    /// lock only, so no thread can change the answer meanwhile (a body handle is `Send`).
+    pub(crate) fn check_while_bodies(
+        &self,
+        a: &crate::context::Active,
+        _held: &super::more::ObjectsGuard<'_>,
+        call: &'static str,
+    ) -> Result<()> {
+        // (No while body ever: nothing to check; the flag is set under the lock held.)
         if !self
             .shared
             .keeper()
@@ -139,24 +149,12 @@ impl Graph {
         {
             return Ok(());
         }
-        let bodies = {
-            let b = self.shared.keeper().bodies.lock();
-            if !b.iter().any(|&(is_while, _, _)| is_while) {
-                // No while node: nothing to check, and no context to enter (an update or an
-                // instantiation of a plain graph pays only this lock).
-                return Ok(());
-            }
-            b.clone()
-        };
-        let a = self.enter()?;
+        let bodies = self.shared.keeper().bodies.lock().clone();
         for &(is_while, body, _) in &bodies {
             if !is_while {
                 continue;
             }
-            let nodes = {
-                let _l = self.shared.keeper().objects.lock();
-                loop_nodes(&a, body.0, &bodies, 0)?
-            };
+            let nodes = loop_nodes(a, body.0, &bodies, 0)?;
             if !can_end_loop(&nodes) {
                 let kinds: Vec<GraphNodeType> = nodes.iter().map(|n| n.0).collect();
                 return Err(Error::InvalidValue {
@@ -287,32 +285,52 @@ impl Graph {
                     ctx,
                 };
             }
+            let root = match &self.shared.root {
+                Some(r) => r.clone(),
+                None => self.shared.clone(),
+            };
+            let parent = Raw(self.shared.raw.0);
             let p = &mut params;
+            let mut body: sys::CUgraph = std::ptr::null_mut();
+            let body_out = &mut body;
             let node = self.add_node(CALL, deps, Vec::new(), |_, out, g, d, n| {
                 // SAFETY: live graph; conditional parameters with one body, whose handle the
                 // driver writes into `phGraph_out` (an array it owns, as long as the node).
-                unsafe { sys::cuGraphAddNode_v2(out, g, d, std::ptr::null(), n, p) }
-            })?;
-            // SAFETY: reading the union field written above; the driver set `phGraph_out` to
-            // an array of `size` (1) body graphs owned by the node.
-            let body = unsafe {
-                let c = params.__bindgen_anon_1.conditional;
-                if c.phGraph_out.is_null() {
-                    std::ptr::null_mut()
-                } else {
-                    *c.phGraph_out
+                let rc = unsafe { sys::cuGraphAddNode_v2(out, g, d, std::ptr::null(), n, p) };
+                if rc != sys::CUresult::CUDA_SUCCESS {
+                    return rc;
                 }
-            };
+                // SAFETY: reading the union field written above; the driver set `phGraph_out`
+                // to an array of `size` (1) body graphs owned by the node.
+                *body_out = unsafe {
+                    let c = p.__bindgen_anon_1.conditional;
+                    if c.phGraph_out.is_null() {
+                        std::ptr::null_mut()
+                    } else {
+                        *c.phGraph_out
+                    }
+                };
+                // The body is known to the root before the root's lock (held here) is let go:
+                // an instantiation or a copy, which check the while bodies under that lock,
+                // never sees the node without its body.
+                if !body_out.is_null() {
+                    root.bodies.lock().push((
+                        kind == ConditionalKind::While,
+                        Raw(*body_out),
+                        parent,
+                    ));
+                    if kind == ConditionalKind::While {
+                        root.flags.while_body.store(true, Ordering::Release);
+                    }
+                }
+                rc
+            })?;
             if body.is_null() {
                 return Err(Error::from_driver(
                     999,
                     "cuGraphAddNode (no body graph returned)",
                 ));
             }
-            let root = match &self.shared.root {
-                Some(r) => r.clone(),
-                None => self.shared.clone(),
-            };
             let body = Graph {
                 shared: Arc::new(GraphShared {
                     raw: Raw(body),
@@ -328,15 +346,6 @@ impl Graph {
                 }),
                 _not_sync: PhantomData::<Cell<()>>,
             };
-            let keeper = self.shared.keeper();
-            keeper.bodies.lock().push((
-                kind == ConditionalKind::While,
-                Raw(body.shared.raw.0),
-                Raw(self.shared.raw.0),
-            ));
-            if kind == ConditionalKind::While {
-                keeper.flags.while_body.store(true, Ordering::Release);
-            }
             Ok((node, body))
         })())
     }

@@ -125,6 +125,10 @@ pub struct GraphExec {
     dev: &'static context::DeviceState,
     generation: u64,
     source: Arc<GraphShared>,
+    /// How many nodes of `source` were destroyed when the executable was made: a handle with a
+    /// later stamp names a node added since at a destroyed node's address, which is none of
+    /// the executable's (see `more::Extra`).
+    destroys: u64,
     /// A snapshot of the graph's references to its user objects (the driver's executable
     /// holds none, see `keep::Refs`) and the tokens of per-node updates; released once the
     /// launches are done. (`None` only inside `drop`.)
@@ -172,6 +176,19 @@ impl Drop for GraphExec {
                 r
             });
         }
+    }
+}
+
+/// The error for a node added to the source graph after the executable was made, at the address
+/// of a node destroyed since: the driver would take it for the destroyed node's copy in the
+/// executable.
+#[cold]
+fn added_since(call: &'static str, node: GraphNode) -> Error {
+    Error::InvalidValue {
+        what: call,
+        value: format!("graph node {:#x}", node.raw),
+        reason: "the node was added to the graph after the executable was instantiated (at a \
+                 destroyed node's address): it is not one of the executable's nodes",
     }
 }
 
@@ -264,14 +281,19 @@ impl Graph {
             };
             self.not_body(CALL)?;
             self.check_all_freed(CALL)?;
-            self.check_while_bodies(CALL)?;
             let a = context::enter_handle(device, generation, "graph")?;
             let g = self.shared.raw.0;
             let objects = self.shared.objects.lock();
+            // Under the lock held until the driver has instantiated: a body handle on another
+            // thread cannot add or destroy a body's node in between.
+            self.check_while_bodies(&a, &objects, CALL)?;
+            let destroys = self.shared.extra.destroys();
             // The executable keeps a snapshot of the graph's references (no driver call; the
-            // driver's graph holds none of them, see `keep::Refs`).
+            // driver's graph holds none of them, see `keep::Refs`), and references of its own
+            // to the user objects the graph holds by hand.
             let kept = ExecRefs {
                 refs: objects.clone(),
+                hand: self.shared.hand_refs(&a)?,
                 acc: Accumulator::default(),
             };
             let mut exec: sys::CUgraphExec = std::ptr::null_mut();
@@ -319,6 +341,7 @@ impl Graph {
                 dev: a.dev,
                 generation,
                 source: self.shared.clone(),
+                destroys,
                 kept: Some(kept),
                 launches: crate::queue::LocalUses::default(),
                 _not_sync: PhantomData,
@@ -328,11 +351,6 @@ impl Graph {
 }
 
 impl GraphExec {
-    /// The tokens of per-node updates (exclusive: no lock taken).
-    pub(crate) fn acc(&mut self) -> &mut keep::Kept {
-        acc_of(&mut self.kept)
-    }
-
     /// The raw handle (`CUgraphExec`).
     pub fn as_raw(&self) -> sys::CUgraphExec {
         self.raw.0
@@ -435,7 +453,6 @@ impl GraphExec {
                 });
             }
             graph.not_body(CALL)?;
-            graph.check_while_bodies(CALL)?;
             if graph.has_mem_nodes() || self.source.has_mem_nodes() {
                 return Err(Error::InvalidValue {
                     what: CALL,
@@ -447,15 +464,23 @@ impl GraphExec {
             }
             let a = context::enter_handle(self.device, self.generation, "executable graph")?;
             let g = graph.shared.raw.0;
-            let objects = graph.shared.objects.lock();
-            // A snapshot of the new graph's references (an accumulator is added below).
+            // Both graphs locked, in the global order (one lock when `graph` is the source):
+            // the driver's update reads the new graph and changes the executable, whose
+            // per-node calls the source's lock serialises, and neither graph changes meanwhile.
+            let (objects, source_lock) = super::more::lock_pair(&graph.shared, &self.source);
+            // Under the locks held until the driver has updated: a body handle on another
+            // thread cannot add or destroy a body's node in between.
+            graph.check_while_bodies(&a, &objects, CALL)?;
+            // A snapshot of the new graph's references, and references to the user objects it
+            // holds by hand (an accumulator is added below).
             let refs = objects.clone();
+            let hand = graph.shared.hand_refs(&a)?;
             // Decided before the driver's call (whose work leaves little of the crate's data in
             // the caches), neither can change meanwhile (`&mut self`): whether the per-node
             // updates' accumulator can be kept (it holds nothing, and nothing else holds it: a
             // sweep of whole updates then allocates nothing), and the launches still in flight
             // (a point that completes meanwhile only defers the release of the old references).
-            let reuse = self.acc().is_empty();
+            let reuse = acc_of(&mut self.kept).is_empty();
             let waits = self.launches.points();
             let mut info = UpdateResultInfo {
                 result: 0,
@@ -471,12 +496,13 @@ impl GraphExec {
                     (&mut info as *mut UpdateResultInfo).cast(),
                 )
             });
-            drop(objects);
+            drop((objects, source_lock));
             match r {
                 0 => {
                     // What the old nodes referred to goes once the launches so far are done.
                     let ExecRefs {
                         refs: old_refs,
+                        hand: old_hand,
                         acc: old_acc,
                     } = self.kept.take().expect("taken only by drop");
                     let (acc, old_acc) = if reuse {
@@ -484,10 +510,10 @@ impl GraphExec {
                     } else {
                         (Accumulator::default(), Some(old_acc))
                     };
-                    self.kept = Some(ExecRefs { refs, acc });
+                    self.kept = Some(ExecRefs { refs, hand, acc });
                     if waits.is_empty() {
                         // No launch in flight: released here.
-                        drop((old_refs, old_acc));
+                        drop((old_refs, old_hand, old_acc));
                         return Ok(());
                     }
                     crate::queue::defer_free(
@@ -496,7 +522,7 @@ impl GraphExec {
                         waits,
                         "releasing what an updated executable graph referred to",
                         move |_| {
-                            context::defer_release(move || drop((old_refs, old_acc)));
+                            context::defer_release(move || drop((old_refs, old_hand, old_acc)));
                             Ok(())
                         },
                     );
@@ -516,14 +542,16 @@ impl GraphExec {
     fn own_node(&self, node: GraphNode, call: &'static str) -> Result<sys::CUgraphNode> {
         // A handle of a node destroyed in the source graph is refused before the driver sees it.
         super::more::check_not_destroyed(&self.source, call, &[node])?;
-        if node.graph == self.source.id {
-            Ok(node.as_raw())
-        } else {
-            Err(Error::ForeignGraphNode {
+        if node.graph != self.source.id {
+            return Err(Error::ForeignGraphNode {
                 call,
                 node: node.raw,
-            })
+            });
         }
+        if node.stamp > self.destroys {
+            return Err(added_since(call, node));
+        }
+        Ok(node.as_raw())
     }
 
     /// Sets the function, configuration and arguments of a kernel node for future launches

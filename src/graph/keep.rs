@@ -328,15 +328,57 @@ impl Refs {
     }
 }
 
-/// What an executable graph keeps: a snapshot of its graph's references, and the tokens of its
-/// per-node updates; released when dropped (after its launches: see `GraphExec`).
+/// What an executable graph keeps: a snapshot of its graph's references, references of its own
+/// to the user objects its graph holds by hand, and the tokens of its per-node updates;
+/// released when dropped (after its launches: see `GraphExec`).
 #[derive(Default)]
 pub(crate) struct ExecRefs {
     /// Held for its drop.
     #[allow(dead_code)]
     pub(crate) refs: Refs,
+    /// Held for its drop.
+    #[allow(dead_code)]
+    pub(crate) hand: HandRefs,
     /// Tokens that per-node updates of the executable add.
     pub(crate) acc: Accumulator,
+}
+
+/// References the crate owns to the user objects a graph holds by hand
+/// ([`Graph::retain_user_object`](super::Graph::retain_user_object)), one per object, taken for
+/// an executable made or updated from the graph: the objects then outlive the executable's
+/// launches, which the crate tracks, whatever the graph releases meanwhile, without relying on
+/// the driver's references of executables and launches. Released when dropped.
+#[derive(Default)]
+pub(crate) struct HandRefs(Vec<Raw<sys::CUuserObject_st>>);
+
+impl HandRefs {
+    /// Takes one reference to each user object of `objects`, which a live graph holds, by hand,
+    /// under its lock (so that none is released meanwhile).
+    pub(crate) fn take(a: &Active, objects: &[usize]) -> Result<HandRefs> {
+        let mut refs = HandRefs(Vec::with_capacity(objects.len()));
+        for &o in objects {
+            let obj = Raw(o as sys::CUuserObject);
+            // SAFETY: a live user object (the graph holds a reference that cannot go while
+            // its lock is held); one new reference, which `refs` owns (released by its drop,
+            // on an error below too).
+            a.check(
+                unsafe { sys::cuUserObjectRetain(obj.get(), 1) },
+                "cuUserObjectRetain",
+            )?;
+            refs.0.push(obj);
+        }
+        Ok(refs)
+    }
+}
+
+impl Drop for HandRefs {
+    fn drop(&mut self) {
+        for o in self.0.drain(..) {
+            // SAFETY: a reference this value owns; the object's destructor, if this was the
+            // last reference, hands the value to a user thread. No context is needed.
+            let _ = unsafe { sys::cuUserObjectRelease(o.get(), 1) };
+        }
+    }
 }
 
 /// Runs `f` with the calling thread's capture mode relaxed (`cuThreadExchangeStreamCaptureMode`),

@@ -7,9 +7,10 @@
 //! on the null driver (the two together about a quarter).
 //!
 //! It is held for the driver calls of one operation: one call for most, several for some (a
-//! child-graph node's clone, an instantiation with its upload, a whole-graph update, the end of
-//! a capture into the graph, a DOT dump that writes a file); an instantiation of a large graph
-//! takes milliseconds. Every captured submission into an existing graph takes it too.
+//! child-graph node's clone, an instantiation with its while-body check and its upload, a
+//! whole-graph update, which holds the new graph's and the source graph's, the end of a capture
+//! into the graph, a DOT dump that writes a file); an instantiation of a large graph takes
+//! milliseconds. Every captured submission into an existing graph takes it too.
 //!
 //! A waiter spins briefly, then yields, then sleeps in short steps. A test-and-set lock is not
 //! fair by itself: a thread that takes it again right after giving it back (a loop of updates)

@@ -49,8 +49,9 @@ pub(crate) struct GraphMemInner {
 ///   updated from a graph with memory nodes (the new kernel arguments would name the other
 ///   graph's addresses).
 ///
-/// The driver adds its own rules: a graph with memory nodes cannot be cloned or embedded as a
-/// child graph, and only one executable of it may exist at a time.
+/// A graph with memory nodes is not copied: [`Graph::try_clone`] and
+/// [`Graph::add_child_graph_node`] refuse it (the copy would not have the crate's record of its
+/// graph memory). The driver adds its own rule: only one executable of it may exist at a time.
 ///
 /// Pass it to the graph's nodes: as a kernel argument (`KernelArg::from(&mem)` to read,
 /// `&mut mem` to write, in [`kernel_args!`](crate::kernel_args)), to
@@ -356,7 +357,7 @@ impl Graph {
             let mut all = with_alloc_deps(deps, [&mem.inner]);
             for u in mem.inner.users.lock().iter() {
                 // A destroyed user needs no ordering (and its handle must not reach the driver).
-                if !all.contains(u) && !self.shared.extra.is_destroyed(u.raw) {
+                if !all.contains(u) && !self.shared.extra.is_destroyed(u) {
                     all.push(*u);
                 }
             }
@@ -535,7 +536,11 @@ mod tests {
     use super::*;
 
     fn node(raw: usize) -> GraphNode {
-        GraphNode { raw, graph: 1 }
+        GraphNode {
+            raw,
+            graph: 1,
+            stamp: 0,
+        }
     }
 
     fn inner(alloc: usize) -> GraphMemInner {

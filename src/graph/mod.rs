@@ -129,7 +129,8 @@ pub(crate) struct GraphShared {
     /// with the graph it is a node of (its parent: the root or another body).
     bodies: Mutex<Vec<Body>>,
     /// Set (never cleared) once the graph has a memory node, or, for a root, once
-    /// `bodies` holds a while loop's: read without their locks by instantiations and whole
+    /// `bodies` holds a while loop's (pushed and set under `objects`' lock, with the node):
+    /// read without the locks of `mem` and `bodies` by instantiations, copies and whole
     /// updates, which for most graphs then have nothing more to check.
     flags: Flags,
     /// Destroyed node handles and the user objects retained by hand (see [`more`]).
@@ -141,6 +142,9 @@ pub(crate) struct GraphShared {
 pub(crate) struct Flags {
     pub(crate) mem: std::sync::atomic::AtomicBool,
     pub(crate) while_body: std::sync::atomic::AtomicBool,
+    /// Set (never cleared, under `objects`' lock) once the graph retained a user object by
+    /// hand ([`Graph::retain_user_object`]).
+    pub(crate) user: std::sync::atomic::AtomicBool,
 }
 
 /// A conditional body known to its root: whether its node is a while loop, the body, and the
@@ -148,6 +152,25 @@ pub(crate) struct Flags {
 pub(crate) type Body = (bool, Raw<sys::CUgraph_st>, Raw<sys::CUgraph_st>);
 
 impl GraphShared {
+    /// The handle of the live node `raw` of this graph.
+    pub(crate) fn handle(&self, raw: usize) -> GraphNode {
+        GraphNode {
+            raw,
+            graph: self.id,
+            stamp: self.extra.stamp(raw),
+        }
+    }
+
+    /// References of the crate's own to the user objects the graph holds by hand, for an
+    /// executable made or updated from it (see [`keep::HandRefs`]); the caller holds the graph's
+    /// lock. (A graph that never retained one: nothing, without a lock.)
+    pub(crate) fn hand_refs(&self, a: &Active) -> Result<keep::HandRefs> {
+        if !self.flags.user.load(Ordering::Acquire) {
+            return Ok(keep::HandRefs::default());
+        }
+        keep::HandRefs::take(a, &self.extra.user_objects())
+    }
+
     /// Whether the graph has a memory node (its flag, read without a lock).
     #[inline]
     pub(crate) fn has_mem_nodes(&self) -> bool {
@@ -225,11 +248,15 @@ impl std::fmt::Debug for Graph {
 
 /// A node of a [`Graph`] (`cudaGraphNode_t`): a plain handle, valid with the graph it came
 /// from (and that graph's executables); using it with another graph is an
-/// [`Error::ForeignGraphNode`].
+/// [`Error::ForeignGraphNode`]. Once its node is destroyed ([`Graph::destroy_node`]) the handle
+/// is refused for good, even where a newer node has the same raw handle: two handles are equal
+/// only when they name the same node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GraphNode {
     raw: usize,
     graph: u64,
+    /// The stamp of `raw` in its graph when the handle was made (see `more::Extra`).
+    stamp: u64,
 }
 
 impl GraphNode {
@@ -463,11 +490,13 @@ pub(crate) fn raw_node_type(a: &Active, raw: sys::CUgraphNode) -> Result<GraphNo
     Ok(GraphNodeType::from_raw(t))
 }
 
-/// Reads a list of nodes with the two-call pattern (`count` first, then the nodes).
+/// Reads a list of nodes with the two-call pattern (`count` first, then the nodes), as handles
+/// of `graph`'s nodes (`None`: of a graph without a crate handle, with stamp 0 and graph id 0,
+/// for the crate's own reading).
 fn node_list(
     a: &Active,
     call: &'static str,
-    graph: u64,
+    graph: Option<&GraphShared>,
     mut get: impl FnMut(*mut sys::CUgraphNode, *mut usize) -> sys::CUresult,
 ) -> Result<Vec<GraphNode>> {
     let mut n = 0usize;
@@ -478,9 +507,13 @@ fn node_list(
         v.truncate(n);
     }
     Ok(v.into_iter()
-        .map(|raw| GraphNode {
-            raw: raw as usize,
-            graph,
+        .map(|raw| match graph {
+            Some(g) => g.handle(raw as usize),
+            None => GraphNode {
+                raw: raw as usize,
+                graph: 0,
+                stamp: 0,
+            },
         })
         .collect())
 }
@@ -584,12 +617,9 @@ impl Graph {
                 if let Some(obj) = obj {
                     objects.push(obj);
                 }
-                // A new node may reuse a destroyed node's address: the handle is live again.
-                self.shared.extra.revive(node as usize);
-                Ok(GraphNode {
-                    raw: node as usize,
-                    graph: self.shared.id,
-                })
+                // (A new node may have a destroyed node's address: its handle gets the
+                // address's current stamp, which the destroyed node's handles do not have.)
+                Ok(self.shared.handle(node as usize))
             }
             (Err(e), Some(obj)) => {
                 // The node was not added: its bundle goes back (released by the driver).

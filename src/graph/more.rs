@@ -9,7 +9,7 @@
 //! executables made earlier may still use them), so each update keeps one more bundle until
 //! then.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::size_of;
 use std::sync::Arc;
@@ -35,30 +35,59 @@ use crate::memory::{DeviceRead, DeviceRepr, DeviceWrite};
 use crate::module::{Function, KernelArg};
 use crate::{AccessPolicyWindow, Copy3D, PitchedSide, PitchedSideMut, Symbol};
 
-/// What a graph knows beyond its nodes: the handles of nodes destroyed through
-/// [`Graph::destroy_node`] (refused from then on, so that no dangling handle reaches the
-/// driver), and the user-object references taken by [`Graph::retain_user_object`].
+/// What a graph knows beyond its nodes: which node handles name destroyed nodes (refused from
+/// then on, so that no dangling handle reaches the driver), and the user-object references
+/// taken by [`Graph::retain_user_object`].
+///
+/// The driver gives a new node the address of a destroyed one again, and a handle is little
+/// more than that address: so each handle carries the stamp of its address when it was made
+/// (see [`Destroyed`]), and a handle whose stamp is not its address's current one names a
+/// destroyed node, whatever node lives at the address now.
 #[derive(Default)]
 pub(crate) struct Extra {
-    destroyed: Mutex<HashSet<usize>>,
-    /// Set (never cleared) once a node was destroyed: until then no handle needs the set's
-    /// lock (the per-node updates of executables check every handle).
+    destroyed: Mutex<Destroyed>,
+    /// Set (never cleared) once a node was destroyed: until then every stamp is 0 and no
+    /// handle needs the lock (the per-node updates of executables check every handle).
     any_destroyed: std::sync::atomic::AtomicBool,
     user_refs: Mutex<HashMap<usize, u32>>,
 }
 
+/// The destructions of a graph's nodes: how many so far, and for each address that lost a
+/// node the count at its last destruction (its *stamp*; 0 for an address that never lost one).
+/// Stamps only grow, so a handle made before a destruction never has the stamp made after it.
+#[derive(Default)]
+pub(crate) struct Destroyed {
+    count: u64,
+    at: HashMap<usize, u64>,
+}
+
+impl Destroyed {
+    fn stamp(&self, raw: usize) -> u64 {
+        self.at.get(&raw).copied().unwrap_or(0)
+    }
+}
+
 impl Extra {
-    /// A node was added at `raw`: that handle names a live node again.
-    pub(crate) fn revive(&self, raw: usize) {
-        let mut d = self.destroyed.lock();
-        if !d.is_empty() {
-            d.remove(&raw);
+    /// The stamp a handle made now for a live node at `raw` gets.
+    pub(crate) fn stamp(&self, raw: usize) -> u64 {
+        if !self.any_destroyed() {
+            return 0;
         }
+        self.destroyed.lock().stamp(raw)
     }
 
-    /// Whether `raw` is the handle of a destroyed node (and no node added since has it).
-    pub(crate) fn is_destroyed(&self, raw: usize) -> bool {
-        self.any_destroyed() && self.destroyed.lock().contains(&raw)
+    /// How many nodes were destroyed so far (an executable notes it when it is made: see
+    /// [`GraphExec`](super::GraphExec)'s `destroys`).
+    pub(crate) fn destroys(&self) -> u64 {
+        if !self.any_destroyed() {
+            return 0;
+        }
+        self.destroyed.lock().count
+    }
+
+    /// Whether `node` (a handle of this graph) names a destroyed node.
+    pub(crate) fn is_destroyed(&self, node: &GraphNode) -> bool {
+        self.any_destroyed() && self.destroyed.lock().stamp(node.raw) != node.stamp
     }
 
     /// Whether any node was ever destroyed (see `any_destroyed`).
@@ -68,9 +97,12 @@ impl Extra {
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Notes that node `raw` was destroyed.
+    /// Notes that node `raw` was destroyed: every handle made so far for its address is dead.
     pub(crate) fn note_destroyed(&self, raw: usize) {
-        self.destroyed.lock().insert(raw);
+        let mut d = self.destroyed.lock();
+        d.count += 1;
+        let count = d.count;
+        d.at.insert(raw, count);
         self.any_destroyed
             .store(true, std::sync::atomic::Ordering::Release);
     }
@@ -97,15 +129,19 @@ impl Extra {
         }
     }
 
+    /// The user objects the graph holds references to by hand.
+    pub(crate) fn user_objects(&self) -> Vec<usize> {
+        self.user_refs.lock().keys().copied().collect()
+    }
+
     /// Puts back a reference taken by [`take_user_ref`](Self::take_user_ref).
     pub(crate) fn untake_user_ref(&self, obj: usize) {
         self.note_user_ref(obj);
     }
 }
 
-/// Refuses the handle of a destroyed node of `shared`. A destroyed node's address may since
-/// name a node that the crate did not add itself (a capture into the graph): then the driver's
-/// list of live nodes says so, and the handle is accepted again.
+/// Refuses the handle of a destroyed node of `shared` (a handle whose stamp is not its
+/// address's: see [`Extra`]), before the driver sees it.
 #[inline]
 pub(crate) fn check_not_destroyed(
     shared: &GraphShared,
@@ -126,45 +162,22 @@ fn check_not_destroyed_slow(
     call: &'static str,
     nodes: &[GraphNode],
 ) -> Result<()> {
-    let suspects: Vec<usize> = {
-        let d = shared.extra.destroyed.lock();
-        if d.is_empty() {
-            return Ok(());
-        }
-        nodes
-            .iter()
-            .filter(|n| n.graph == shared.id && d.contains(&n.raw))
-            .map(|n| n.raw)
-            .collect()
-    };
-    if suspects.is_empty() {
-        return Ok(());
+    let d = shared.extra.destroyed.lock();
+    match nodes
+        .iter()
+        .find(|n| n.graph == shared.id && d.stamp(n.raw) != n.stamp)
+    {
+        Some(n) => Err(destroyed_node(call, n.raw)),
+        None => Ok(()),
     }
-    let a = context::enter_handle(shared.device, shared.generation, "graph")?;
-    let live = {
-        let _l = shared.keeper().objects.lock();
-        let g = shared.raw.0;
-        // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
-        node_list(&a, "cuGraphGetNodes", shared.id, |p, n| unsafe {
-            sys::cuGraphGetNodes(g, p, n)
-        })?
-    };
-    let mut d = shared.extra.destroyed.lock();
-    for raw in suspects {
-        if live.iter().any(|n| n.raw == raw) {
-            d.remove(&raw);
-        } else {
-            return Err(destroyed_node(call, raw));
-        }
-    }
-    Ok(())
 }
 
 /// A held graph lock.
 pub(crate) type ObjectsGuard<'g> = super::lock::GraphGuard<'g, super::keep::Refs>;
 
 /// The locks of two graphs, taken in one global order (by address) so that two threads
-/// locking the same pair never wait for each other; one lock when they are the same graph.
+/// locking the same pair never wait for each other: `x`'s guard, then `y`'s (`None` when they
+/// are the same graph, locked once).
 pub(crate) fn lock_pair<'g>(
     x: &'g GraphShared,
     y: &'g GraphShared,
@@ -172,14 +185,13 @@ pub(crate) fn lock_pair<'g>(
     if std::ptr::eq(x, y) {
         return (x.objects.lock(), None);
     }
-    let (first, second) = if (x as *const GraphShared) < (y as *const GraphShared) {
-        (x, y)
+    if (x as *const GraphShared) < (y as *const GraphShared) {
+        let gx = x.objects.lock();
+        (gx, Some(y.objects.lock()))
     } else {
-        (y, x)
-    };
-    let a = first.objects.lock();
-    let b = second.objects.lock();
-    (a, Some(b))
+        let gy = y.objects.lock();
+        (x.objects.lock(), Some(gy))
+    }
 }
 
 /// Under the graph's lock (which [`Graph::destroy_node`] holds while it destroys): refuses a
@@ -197,7 +209,7 @@ pub(crate) fn still_live(shared: &GraphShared, node: GraphNode, call: &'static s
 #[cold]
 #[inline(never)]
 fn still_live_slow(shared: &GraphShared, node: GraphNode, call: &'static str) -> Result<()> {
-    if shared.extra.is_destroyed(node.raw) {
+    if shared.extra.is_destroyed(&node) {
         return Err(destroyed_node(call, node.raw));
     }
     Ok(())
@@ -488,7 +500,8 @@ impl Graph {
     }
 
     /// Removes `node` and its edges from the graph (`cudaGraphDestroyNode`). Its handle is
-    /// refused from then on.
+    /// refused from then on, by the graph and its executables, also once a new node has the
+    /// same raw handle (the driver reuses addresses); the new node's handle is another.
     ///
     /// What the node referred to stays kept by the graph until the graph is dropped (clones and
     /// executables made before may still use it). Executables instantiated before keep their
@@ -606,10 +619,7 @@ impl Graph {
                 unsafe { sys::cuGraphNodeFindInClone(&mut out, raw, clone.shared.raw.0) },
                 "cuGraphNodeFindInClone",
             )?;
-            Ok(GraphNode {
-                raw: out as usize,
-                graph: clone.shared.id,
-            })
+            Ok(clone.shared.handle(out as usize))
         })())
     }
 
@@ -1500,7 +1510,7 @@ pub(crate) fn has_conditional(a: &Active, g: sys::CUgraph, depth: u32) -> Result
         return Ok(true);
     }
     // SAFETY: a live graph; the buffer holds `n` nodes (or is null for the count).
-    let nodes = node_list(a, "cuGraphGetNodes", 0, |p, n| unsafe {
+    let nodes = node_list(a, "cuGraphGetNodes", None, |p, n| unsafe {
         sys::cuGraphGetNodes(g, p, n)
     })?;
     for n in nodes {
@@ -1567,16 +1577,44 @@ pub(crate) fn wait_params(values: &[u64]) -> Vec<sys::CUDA_EXTERNAL_SEMAPHORE_WA
 mod tests {
     use super::*;
 
+    /// A handle made as `GraphShared::handle` makes it.
+    fn handle(e: &Extra, raw: usize) -> GraphNode {
+        GraphNode {
+            raw,
+            graph: 1,
+            stamp: e.stamp(raw),
+        }
+    }
+
     #[test]
-    fn destroyed_handles_are_refused_until_a_node_takes_the_address_again() {
+    fn a_destroyed_nodes_handle_stays_dead_when_a_new_node_takes_its_address() {
         let e = Extra::default();
-        assert!(!e.is_destroyed(0x10));
+        let old = handle(&e, 0x10);
+        let other = handle(&e, 0x20);
+        assert!(!e.is_destroyed(&old));
+        assert_eq!(e.destroys(), 0);
         e.note_destroyed(0x10);
-        assert!(e.is_destroyed(0x10));
-        e.revive(0x20);
-        assert!(e.is_destroyed(0x10));
-        e.revive(0x10);
-        assert!(!e.is_destroyed(0x10));
+        assert!(e.is_destroyed(&old));
+        assert!(!e.is_destroyed(&other));
+        assert_eq!(e.destroys(), 1);
+        // A new node at the same address: its handle is live, the old one stays dead, and the
+        // two are different handles.
+        let new = handle(&e, 0x10);
+        assert!(!e.is_destroyed(&new));
+        assert!(e.is_destroyed(&old));
+        assert_ne!(old, new);
+        assert_eq!(old.raw, new.raw);
+        // Destroyed in turn: both dead; a third node there is live again.
+        e.note_destroyed(0x10);
+        assert!(e.is_destroyed(&new) && e.is_destroyed(&old));
+        let third = handle(&e, 0x10);
+        assert!(!e.is_destroyed(&third));
+        assert!(third.stamp > new.stamp && new.stamp > old.stamp);
+        // Another address's destruction changes nothing here.
+        e.note_destroyed(0x20);
+        assert!(e.is_destroyed(&other));
+        assert!(!e.is_destroyed(&third));
+        assert_eq!(e.destroys(), 3);
         let msg = destroyed_node("cudaGraphKernelNodeGetParams", 0x10).to_string();
         assert!(msg.contains("0x10") && msg.contains("destroyed"), "{msg}");
     }

@@ -375,6 +375,25 @@ pub(crate) fn host_params<F: Fn() + Send + Sync + 'static>(
     (params, node)
 }
 
+/// Refuses a copy (clone or child embedding) of a graph with memory nodes: what keeps its
+/// graph memory safe (which nodes may use it, whether every allocation is freed, that its
+/// edges stay) is the crate's record of the graph, which a copy would not have. (The driver's
+/// documentation forbids such copies too; the crate does not depend on its refusal. Memory
+/// nodes are added only through the graph itself, never through a body, so the flag cannot
+/// change meanwhile.)
+pub(crate) fn refuse_mem_copy(has_mem_nodes: bool, call: &'static str) -> Result<()> {
+    if has_mem_nodes {
+        return Err(Error::InvalidValue {
+            what: call,
+            value: "a graph with memory allocation or free nodes".into(),
+            reason: "graphs with memory nodes are not copied (cloned or embedded as a child \
+                     graph): the crate's rules for their graph memory stay with the graph; \
+                     build the copy as a graph of its own",
+        });
+    }
+    Ok(())
+}
+
 impl Graph {
     /// Adds a node that does nothing (`cudaGraphAddEmptyNode`): a point to join dependencies.
     ///
@@ -580,8 +599,9 @@ impl Graph {
     ///
     /// # Errors
     /// [`Error::DeviceMismatch`] when `child` is another device's graph;
-    /// [`Error::InvalidValue`] for a conditional body and for a graph with conditional nodes
-    /// (the driver embeds none).
+    /// [`Error::InvalidValue`] for a conditional body, for a graph with conditional nodes
+    /// (the driver embeds none) and for a graph with memory allocation or free nodes (see
+    /// [`GraphMem`](super::GraphMem)).
     #[doc(alias = "cudaGraphAddChildGraphNode")]
     pub fn add_child_graph_node(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
         const CALL: &str = "cudaGraphAddChildGraphNode";
@@ -595,6 +615,7 @@ impl Graph {
                 });
             }
             child.not_body(CALL)?;
+            refuse_mem_copy(child.has_mem_nodes(), CALL)?;
             // A graph with conditional bodies is refused before its lock is taken (review
             // rev-e15): the driver embeds no graph with conditional nodes, and a body of
             // `child` shares `child`'s lock, so that `body.add_child_graph_node(&child)` took
@@ -610,10 +631,8 @@ impl Graph {
                     reason: "a graph with conditional nodes cannot be embedded as a child graph",
                 });
             }
-            // The embedded copy's conditional bodies are the driver's, which no crate handle
-            // reaches and this graph's check does not see: checked now, as they stay (review
-            // finding, as for `try_clone`).
-            child.check_while_bodies(CALL)?;
+            // (So the embedded copy has no conditional bodies, whose loops this graph's check
+            // could not see: no body handle of `child` exists to add one meanwhile.)
             if child.shared.generation != self.shared.generation {
                 return Err(Error::ContextDestroyed {
                     what: "graph",
@@ -754,21 +773,23 @@ impl Graph {
     /// nodes refer to. Node handles of the copy differ from the original's.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] for a conditional body, and for a graph with a while node whose
+    /// [`Error::InvalidValue`] for a conditional body, for a graph with a while node whose
     /// body holds no kernel (see [`ConditionalKind::While`](super::ConditionalKind::While)):
-    /// the copy's bodies cannot be changed any more.
+    /// the copy's bodies cannot be changed any more, and for a graph with memory allocation or
+    /// free nodes (see [`GraphMem`](super::GraphMem)).
     #[doc(alias = "cudaGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
         record((|| {
             self.not_body("cudaGraphClone")?;
+            refuse_mem_copy(self.has_mem_nodes(), "cudaGraphClone")?;
+            let a = self.enter()?;
+            let objects = self.shared.objects.lock();
             // The copy's conditional bodies are the driver's copies, which no crate handle
             // reaches (so they stay as they are now) and which the copy's instantiation check
             // does not see: a while body that cannot end its loop is refused here, as the
             // original's instantiation refuses it (review finding: the copy of such a graph
-            // instantiated, and its launches never ended).
-            self.check_while_bodies("cudaGraphClone")?;
-            let a = self.enter()?;
-            let objects = self.shared.objects.lock();
+            // instantiated, and its launches never ended). Under the lock held for the clone.
+            self.check_while_bodies(&a, &objects, "cudaGraphClone")?;
             let mut raw: sys::CUgraph = std::ptr::null_mut();
             // SAFETY: live graph; valid out-parameter.
             a.check(
@@ -793,7 +814,7 @@ impl Graph {
             let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: live graph; the buffer holds `n` nodes (or is null for the count).
-            node_list(&a, "cuGraphGetNodes", self.shared.id, |p, n| unsafe {
+            node_list(&a, "cuGraphGetNodes", Some(&self.shared), |p, n| unsafe {
                 sys::cuGraphGetNodes(g, p, n)
             })
         })())
@@ -807,9 +828,12 @@ impl Graph {
             let _l = self.shared.keeper().objects.lock();
             let g = self.shared.raw.0;
             // SAFETY: as in `nodes`.
-            node_list(&a, "cuGraphGetRootNodes", self.shared.id, |p, n| unsafe {
-                sys::cuGraphGetRootNodes(g, p, n)
-            })
+            node_list(
+                &a,
+                "cuGraphGetRootNodes",
+                Some(&self.shared),
+                |p, n| unsafe { sys::cuGraphGetRootNodes(g, p, n) },
+            )
         })())
     }
 
@@ -844,11 +868,7 @@ impl Graph {
                     "cuGraphGetEdges",
                 )?;
             }
-            let id = self.shared.id;
-            let node = |raw: sys::CUgraphNode| GraphNode {
-                raw: raw as usize,
-                graph: id,
-            };
+            let node = |raw: sys::CUgraphNode| self.shared.handle(raw as usize);
             Ok(from
                 .into_iter()
                 .zip(to)
@@ -869,7 +889,7 @@ impl Graph {
             node_list(
                 &a,
                 "cuGraphNodeGetDependencies",
-                self.shared.id,
+                Some(&self.shared),
                 |p, n| unsafe {
                     sys::cuGraphNodeGetDependencies_v2(raw, p, std::ptr::null_mut(), n)
                 },
@@ -888,7 +908,7 @@ impl Graph {
             node_list(
                 &a,
                 "cuGraphNodeGetDependentNodes",
-                self.shared.id,
+                Some(&self.shared),
                 |p, n| unsafe {
                     sys::cuGraphNodeGetDependentNodes_v2(raw, p, std::ptr::null_mut(), n)
                 },
@@ -955,5 +975,22 @@ impl Graph {
                 "could not be read back"
             },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_of_graphs_with_memory_nodes_are_refused_before_the_driver() {
+        assert!(refuse_mem_copy(false, "cudaGraphClone").is_ok());
+        let e = refuse_mem_copy(true, "cudaGraphClone").unwrap_err();
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+        let s = e.to_string();
+        assert!(
+            s.contains("cudaGraphClone") && s.contains("memory allocation or free nodes"),
+            "{s}"
+        );
     }
 }

@@ -13,7 +13,8 @@ use crate::error::{record, Error, Result};
 /// A Rust value owned by a CUDA user object (`cudaUserObjectCreate`), dropped once the last
 /// reference is released: this handle's own, its clones', and those graphs hold through
 /// [`Graph::retain_user_object`] (which the driver copies to clones and executables of the
-/// graph and holds for every launch in flight).
+/// graph; an executable also takes one of the crate's own, released only once its launches
+/// are done, so that no release by hand can drop the value under a queued launch).
 ///
 /// Each handle owns one reference: [`try_clone`](Self::try_clone) takes another
 /// (`cudaUserObjectRetain`), drop releases it (`cudaUserObjectRelease`). Each handle also
@@ -191,13 +192,18 @@ impl Graph {
                 "cuGraphRetainUserObject",
             )?;
             keeper.extra.note_user_ref(object.raw.0 as usize);
+            keeper
+                .flags
+                .user
+                .store(true, std::sync::atomic::Ordering::Release);
             Ok(())
         })())
     }
 
     /// Releases one reference to `object` that [`retain_user_object`](Self::retain_user_object)
     /// gave this graph (`cudaGraphReleaseUserObject`). Executables and clones made since keep
-    /// their own; launches in flight keep theirs until they finish.
+    /// their own; launches in flight keep theirs until they finish (the executables' references
+    /// are the crate's too, released only once their launches are done).
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when this graph holds no such reference (references the crate
@@ -212,6 +218,10 @@ impl Graph {
             self.check_object(object, CALL)?;
             let key = object.raw.0 as usize;
             let keeper = self.shared.keeper();
+            let a = self.enter()?;
+            // Taken back under the lock that instantiations and whole updates hold while they
+            // take their own references to the objects held by hand (see `keep::HandRefs`).
+            let _l = keeper.objects.lock();
             if !keeper.extra.take_user_ref(key) {
                 return Err(Error::InvalidValue {
                     what: CALL,
@@ -219,14 +229,6 @@ impl Graph {
                     reason: "the graph holds no reference to it taken by retain_user_object",
                 });
             }
-            let a = match self.enter() {
-                Ok(a) => a,
-                Err(e) => {
-                    keeper.extra.untake_user_ref(key);
-                    return Err(e);
-                }
-            };
-            let _l = keeper.objects.lock();
             // SAFETY: live graph and user object; the graph holds a reference taken by hand.
             let r = a.check(
                 unsafe { sys::cuGraphReleaseUserObject(keeper.raw.0, object.raw.0, 1) },

@@ -21,6 +21,7 @@ mod common;
 mod device;
 mod driver_errors;
 mod dynamic_parallelism;
+mod graph_hostile;
 mod graph_more;
 mod graph_nodes;
 mod graphs;
@@ -71,6 +72,7 @@ fn main() {
             .chain(peer::CHILDREN)
             .chain(callbacks::CHILDREN)
             .chain(ownership::CHILDREN)
+            .chain(graph_hostile::CHILDREN)
             .find(|(n, _)| *n == name);
         match child {
             Some((_, f)) => {
@@ -127,6 +129,7 @@ fn main() {
         device::TESTS,
         driver_errors::TESTS,
         dynamic_parallelism::TESTS,
+        graph_hostile::TESTS,
         graph_more::TESTS,
         graph_nodes::TESTS,
         graphs::TESTS,

@@ -66,9 +66,12 @@ impl Stream {
                 let g = info.graph;
                 // SAFETY: the capture's live graph (listing nodes is allowed during a
                 // capture); the buffer holds `n` nodes (or is null for the count).
-                let live = node_list(a, "cuGraphGetNodes", session.graph_id, |p, n| unsafe {
+                let live: Vec<GraphNode> = node_list(a, "cuGraphGetNodes", None, |p, n| unsafe {
                     sys::cuGraphGetNodes(g, p, n)
-                })?;
+                })?
+                .into_iter()
+                .map(|n| session.handle(n.raw))
+                .collect();
                 for n in nodes {
                     if n.graph != session.graph_id || !live.contains(n) {
                         return Err(Error::InvalidValue {

@@ -125,7 +125,8 @@ impl GraphExec {
                 });
             }
             child.not_body(CALL)?;
-            child.check_while_bodies(CALL)?;
+            // (A child with conditional nodes, whose while loops could never end, is refused
+            // below.)
             if child.has_mem_nodes() {
                 return Err(Error::InvalidValue {
                     what: CALL,
