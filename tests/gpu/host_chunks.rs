@@ -228,6 +228,7 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
         };
         // The buffer as a destination: dropped at once, the copies still run into it.
         let mut dst = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
+        let t0 = std::time::Instant::now();
         for (s, rg) in streams.iter().zip(bounds(n, 4)) {
             stall(s, 60);
             dev.slice(rg.clone())
@@ -235,7 +236,12 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
                 .copy_to_pinned_async(&mut dst.slice_mut(rg).unwrap(), s)
                 .unwrap();
         }
+        let queued = t0.elapsed();
         drop(dst);
+        eprintln!(
+            "{flags:?}: copies queued in {queued:?}, dropped after {:?}",
+            t0.elapsed()
+        );
         assert!(
             streams.iter().any(|s| !s.query().unwrap()),
             "{flags:?}: the drop waited for the copies into it"

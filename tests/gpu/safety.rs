@@ -897,9 +897,11 @@ fn memory_kinds_child() {
             first.get_or_insert(missing);
             if missing == 0 || t0.elapsed() > Duration::from_secs(2) {
                 eprintln!(
-                    "memory kind: {what}: {} MiB missing right after, {missing} MiB after {:?}",
+                    "memory kind: {what}: {} MiB missing right after, {missing} MiB after {:?} \
+                     ({} bytes cached)",
                     first.unwrap(),
-                    t0.elapsed()
+                    t0.elapsed(),
+                    dev.cached_memory()
                 );
                 return missing;
             }
