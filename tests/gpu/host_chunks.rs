@@ -230,7 +230,7 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
         let mut dst = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
         let t0 = std::time::Instant::now();
         for (s, rg) in streams.iter().zip(bounds(n, 4)) {
-            stall(s, 60);
+            stall(s, 400);
             dev.slice(rg.clone())
                 .unwrap()
                 .copy_to_pinned_async(&mut dst.slice_mut(rg).unwrap(), s)
@@ -249,7 +249,7 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
         // ...and as a source: its zeros reach the device after the drop.
         let src = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
         for (s, rg) in streams.iter().zip(bounds(n, 4)) {
-            stall(s, 60);
+            stall(s, 400);
             dev.slice_mut(rg.clone())
                 .unwrap()
                 .copy_from_pinned_async(&src.slice(rg).unwrap(), s)

@@ -72,7 +72,10 @@ fn pool_imported_twice_is_one_owner() {
     drop(third);
     eprintln!("one handle for the three imports: {one_handle}");
     let deferred = dev.take_deferred_errors();
-    assert!(deferred.is_empty(), "errors met in the imports' drops: {deferred:?}");
+    assert!(
+        deferred.is_empty(),
+        "errors met in the imports' drops: {deferred:?}"
+    );
     // The exporter's own pool is untouched by the imports' drops: it still allocates, and the
     // allocation holds what was written.
     let s = Stream::new().unwrap();

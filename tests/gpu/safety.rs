@@ -1024,7 +1024,9 @@ fn memory_kinds_child() {
             }
         });
         eprintln!("memory kinds round {round} done");
-        memory_check(device_buffer == 0, || {
+        // (Up to 2 MiB may stay with the driver after the stream the case makes is destroyed,
+        // as in the stream cases above; the buffer is 64 MiB.)
+        memory_check(device_buffer <= 2, || {
             format!("round {round}: a dropped DeviceBuffer::new did not come back ({device_buffer} MiB missing)")
         });
         memory_check(stream_ordered == 0, || {
