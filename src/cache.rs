@@ -1,5 +1,6 @@
-//! The cache of device memory behind [`DeviceBuffer::new`](crate::DeviceBuffer::new)
-//! (`cudaMalloc`).
+//! The caches of device memory behind [`DeviceBuffer::new`](crate::DeviceBuffer::new)
+//! (`cudaMalloc`) and of page-locked memory behind [`PinnedBuffer`](crate::PinnedBuffer)
+//! (`cudaHostAlloc`; see its section below).
 //!
 //! A dropped buffer's allocation is kept for the next allocation of the same size on its
 //! device instead of going back to the driver, as PyTorch's and CuPy's allocators keep theirs:
@@ -23,8 +24,10 @@
 //!   crate's stream for frees) instead. A buffer exported for IPC is never cached: another
 //!   process may still map it.
 //! * **Opting out.** `CUDA_RUNTIME_NO_CACHE=1` in the environment (read once) makes every
-//!   `DeviceBuffer::new` a `cuMemAlloc` and every drop a free, as without the cache.
+//!   `DeviceBuffer::new` a `cuMemAlloc` and every drop a free, as without the cache, and
+//!   every page-locked allocation a new one.
 
+use std::alloc::Layout;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -32,7 +35,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use crate::context::{self, Active};
-use crate::driver::sys;
+use crate::driver::{sys, Raw};
 use crate::error::Result;
 use crate::queue::{self, Queue};
 
@@ -179,6 +182,12 @@ pub(crate) fn forget(device: i32) {
         c.bins.lock().by_class.clear();
         c.bytes.store(0, Ordering::Relaxed);
     }
+    if let Some(c) = host_cache_of(device) {
+        let blocks: Vec<HostBlock> = c.lock().by_key.drain().flat_map(|(_, v)| v).collect();
+        for b in blocks {
+            let _ = b.free(None);
+        }
+    }
 }
 
 /// The bytes of device memory the cache holds for `device`.
@@ -237,6 +246,189 @@ pub(crate) fn release_if_any(a: &Active) {
     if cached_bytes(a.dev.ordinal) > 0 {
         let _ = release(a);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Page-locked memory.
+
+/// A cached page-locked allocation of [`PinnedBuffer`](crate::PinnedBuffer): its CPU address,
+/// its device address (the CPU address, or the mapping's), and how it is owned.
+pub(crate) struct HostBlock {
+    pub(crate) host: Raw<u8>,
+    pub(crate) dptr: u64,
+    /// `Some(layout)`: a Rust allocation registered with `cuMemHostRegister`; `None`:
+    /// `cuMemHostAlloc` memory.
+    pub(crate) layout: Option<Layout>,
+}
+
+impl HostBlock {
+    /// Gives the memory back: unregisters or frees it in its live context `a` (these calls
+    /// wait for the whole device), or, after a reset (`None`), releases what outlives the
+    /// context (the Rust allocation of a registration).
+    fn free(self, a: Option<&Active>) -> Result<()> {
+        let host = self.host;
+        let r = match (a, self.layout) {
+            (None, _) => Ok(()),
+            // SAFETY: registered in this (live) context by `PinnedBuffer`, unused (cached).
+            (Some(a), Some(_)) => a.check(
+                unsafe { sys::cuMemHostUnregister(host.get().cast()) },
+                "cuMemHostUnregister",
+            ),
+            // SAFETY: `cuMemHostAlloc` memory of this live context, unused (cached).
+            (Some(a), None) => a.check(
+                unsafe { sys::cuMemFreeHost(host.get().cast()) },
+                "cuMemFreeHost",
+            ),
+        };
+        if let Some(layout) = self.layout {
+            // SAFETY: allocated with this layout by `PinnedBuffer`; no work uses it, and its
+            // registration is gone (undone above, or died with its context).
+            unsafe { std::alloc::dealloc(host.0, layout) };
+        }
+        r
+    }
+}
+
+/// One device's cached page-locked blocks, by (allocation flags, bytes), for one context
+/// generation.
+#[derive(Default)]
+struct HostBins {
+    generation: u64,
+    by_key: HashMap<(u32, usize), Vec<HostBlock>>,
+}
+
+impl HostBins {
+    /// As [`Bins::at`]; blocks of an earlier context are released (their Rust allocations) as
+    /// they are dropped from here.
+    fn at(&mut self, generation: u64) -> bool {
+        if generation > self.generation {
+            for b in self.by_key.drain().flat_map(|(_, v)| v) {
+                let _ = b.free(None);
+            }
+            self.generation = generation;
+        }
+        generation == self.generation
+    }
+}
+
+fn host_caches() -> &'static [Mutex<HostBins>] {
+    static C: OnceLock<Vec<Mutex<HostBins>>> = OnceLock::new();
+    C.get_or_init(|| (0..DEVICES).map(|_| Mutex::default()).collect())
+}
+
+fn host_cache_of(device: i32) -> Option<&'static Mutex<HostBins>> {
+    if !enabled() {
+        return None;
+    }
+    usize::try_from(device)
+        .ok()
+        .and_then(|d| host_caches().get(d))
+}
+
+/// A cached page-locked block of `bytes` allocated with `flags` for the entered context `a`,
+/// if one is there (no work uses it).
+pub(crate) fn take_host(a: &Active, flags: u32, bytes: usize) -> Option<HostBlock> {
+    let mut bins = host_cache_of(a.dev.ordinal)?.lock();
+    if !bins.at(a.generation()) {
+        return None;
+    }
+    bins.by_key.get_mut(&(flags, bytes))?.pop()
+}
+
+/// Caches `block`; hands it back when the cache is off or holds another context's blocks.
+fn put_host(
+    device: i32,
+    generation: u64,
+    flags: u32,
+    bytes: usize,
+    block: HostBlock,
+) -> Option<HostBlock> {
+    let Some(c) = host_cache_of(device) else {
+        return Some(block);
+    };
+    let mut bins = c.lock();
+    if !bins.at(generation) {
+        return Some(block);
+    }
+    bins.by_key.entry((flags, bytes)).or_default().push(block);
+    None
+}
+
+/// Takes back the block of a dropped [`PinnedBuffer`](crate::PinnedBuffer) (of `bytes`,
+/// allocated with `flags` in context `generation` of `device`) whose uses not known complete
+/// are `waits`: cached at once when none is pending, else by the reclaimer once they are done.
+/// The driver's free of such memory waits for the whole device and holds a lock of the driver
+/// that other threads' calls need meanwhile, so it is never made in the background: cached
+/// blocks go back on [`release_host`], when a page-locked allocation fails, and at a reset.
+/// Only for a device whose dropped page-locked memory is cached ([`caches_host`]).
+pub(crate) fn give_back_host(
+    device: i32,
+    generation: u64,
+    flags: u32,
+    bytes: usize,
+    block: HostBlock,
+    waits: Vec<(Arc<Queue>, u64)>,
+) {
+    if waits.is_empty() {
+        if let Some(b) = put_host(device, generation, flags, bytes, block) {
+            // Of an earlier context: its registration died with it.
+            let _ = b.free(None);
+        }
+        return;
+    }
+    queue::defer_free(
+        device,
+        generation,
+        waits,
+        "caching page-locked memory",
+        move |a: Option<&Active>| {
+            // After a reset (`None`) the registration died with its context.
+            let back = match a {
+                Some(_) => put_host(device, generation, flags, bytes, block),
+                None => Some(block),
+            };
+            back.map_or(Ok(()), |b| b.free(None))
+        },
+    );
+}
+
+/// Whether dropped page-locked memory of `device` goes to the cache (see [`give_back_host`]).
+pub(crate) fn caches_host(device: i32) -> bool {
+    host_cache_of(device).is_some()
+}
+
+/// Gives every cached page-locked block of the entered context `a` back to the driver. The
+/// driver's calls wait for the whole device (as `cudaFreeHost`); made only when asked.
+pub(crate) fn release_host(a: &Active) -> Result<()> {
+    let Some(c) = host_cache_of(a.dev.ordinal) else {
+        return Ok(());
+    };
+    let blocks: Vec<HostBlock> = {
+        let mut bins = c.lock();
+        if !bins.at(a.generation()) {
+            return Ok(());
+        }
+        bins.by_key.drain().flat_map(|(_, v)| v).collect()
+    };
+    let mut first = Ok(());
+    for b in blocks {
+        let r = queue::relaxed(|| b.free(Some(a)));
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// Gives one page-locked block back to the driver in the entered context `a` (waits for the
+/// whole device, as `cudaFreeHost`).
+pub(crate) fn free_host_block(a: &Active, b: HostBlock) -> Result<()> {
+    queue::relaxed(|| b.free(Some(a)))
+}
+
+/// Whether page-locked blocks are cached for `a`'s device (for an allocation that failed).
+pub(crate) fn holds_host(a: &Active) -> bool {
+    host_cache_of(a.dev.ordinal).is_some_and(|c| !c.lock().by_key.is_empty())
 }
 
 #[cfg(test)]

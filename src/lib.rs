@@ -99,23 +99,26 @@
 //!   Page-locked, managed and array memory are freed with driver calls that wait for the whole
 //!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuArrayDestroy`, as
 //!   `cudaFreeHost` does) and hold a lock of the driver that other threads' calls need
-//!   meanwhile: their drop returns at once, and a reclaimer of their own frees them once their
-//!   own uses are done and every queue of their device is idle (the call then returns at
-//!   once). Under work that never pauses they wait for the device's next idle moment, which
-//!   [`Device::synchronize`] makes. IPC and external memory are closed on the dropping thread
-//!   once their own uses are done; the end of a [`HostRegistration`] scope unregisters the
-//!   program's memory before its borrow ends, on the calling thread.
-//! * **Device memory cache.** [`DeviceBuffer::new`] takes its memory from a per-device cache of
+//!   meanwhile, so their drop never makes them: a dropped [`PinnedBuffer`] joins the
+//!   page-locked memory cache (below); managed memory and arrays are freed by a reclaimer of
+//!   their own once their own uses are done and every queue of their device is idle (the call
+//!   then returns at once). Under work that never pauses they wait for the device's next idle
+//!   moment, which [`Device::synchronize`] makes. IPC and external memory are closed on the
+//!   dropping thread once their own uses are done; the end of a [`HostRegistration`] scope
+//!   unregisters the program's memory before its borrow ends, on the calling thread.
+//! * **Memory caches.** [`DeviceBuffer::new`] takes its memory from a per-device cache of
 //!   whole `cuMemAlloc` blocks, reused for buffers of the same byte size, as PyTorch's and
-//!   CuPy's allocators do: a dropped buffer's block joins the cache once its own uses are done
-//!   (at once when none is pending, else through the reclaimer), so a cached block is ready
-//!   for work on any stream. The cache holds at most half the device's memory; it goes back
-//!   to the driver when any allocation fails for lack of memory (before it is tried again), on
+//!   CuPy's allocators do, and [`PinnedBuffer::new`] and [`PinnedBuffer::with_flags`] from a
+//!   cache of page-locked blocks, reused for the same flags and size (zeroed again). A dropped
+//!   buffer's block joins its cache once its own uses are done (at once when none is pending,
+//!   else through the reclaimer), so a cached block is ready for work on any stream. The device
+//!   cache holds at most half the device's memory. The caches go back to the driver when an
+//!   allocation of their kind fails for lack of memory (before it is tried again), on
 //!   [`Device::release_cached_memory`], and with the context at a reset;
-//!   [`Device::cached_memory`] says how much it holds (counted as used by
+//!   [`Device::cached_memory`] says how much device memory is cached (counted as used by
 //!   [`Device::memory_info`]). A buffer exported for IPC is freed, never cached. Stream-ordered
 //!   buffers ([`DeviceBuffer::new_async`]) use the driver's pools instead. Setting
-//!   `CUDA_RUNTIME_NO_CACHE=1` in the environment turns the cache off.
+//!   `CUDA_RUNTIME_NO_CACHE=1` in the environment turns both caches off.
 //! * **Thread exit.** A thread that ends with work still queued on its per-thread default
 //!   stream waits for that work (its own, nothing else) before the driver tears the stream down:
 //!   that teardown, finding queued work, deadlocked inside the driver against other threads'

@@ -334,23 +334,29 @@ impl Device {
         })())
     }
 
-    /// Gives the device memory that [`DeviceBuffer::new`](crate::DeviceBuffer::new)'s cache
-    /// holds back to the driver (as `torch.cuda.empty_cache()`; libcudart has no cache, so no
-    /// `cuda*` call corresponds). Memory whose last use is done is freed at once and counts as
-    /// free in [`memory_info`](Self::memory_info) when this returns; a block still used by queued
-    /// work is freed once that work is done. Waits only for the crate's own frees, never for
-    /// other work. The crate docs, "Device memory cache", say what the cache does.
+    /// Gives the memory the crate's caches hold for this device back to the driver (as
+    /// `torch.cuda.empty_cache()`; libcudart has no cache, so no `cuda*` call corresponds): the
+    /// blocks of dropped [`DeviceBuffer`](crate::DeviceBuffer)s, which count as free in
+    /// [`memory_info`](Self::memory_info) when this returns, and those of dropped
+    /// [`PinnedBuffer`](crate::PinnedBuffer)s. Buffers dropped with work still queued join the
+    /// caches once that work is done. The device blocks are freed in the crate's stream for
+    /// frees (this waits only for those frees); page-locked blocks are unregistered or freed
+    /// with the driver's calls, which wait for the whole device, as `cudaFreeHost` does. The
+    /// crate docs, "Memory caches", say what the caches do.
     pub fn release_cached_memory(self) -> Result<()> {
         record((|| {
             let a = context::enter(self.ordinal)?;
-            crate::cache::release(&a)?;
-            crate::queue::wait_free_stream(&a)
+            let device = crate::cache::release(&a);
+            let host = crate::cache::release_host(&a);
+            crate::queue::wait_free_stream(&a)?;
+            device.and(host)
         })())
     }
 
     /// The bytes of device memory that [`DeviceBuffer::new`](crate::DeviceBuffer::new)'s
     /// cache holds for this device (blocks of dropped buffers kept for reuse; they count as used
-    /// in [`memory_info`](Self::memory_info)). No `cuda*` call corresponds.
+    /// in [`memory_info`](Self::memory_info); page-locked blocks are not counted here). No
+    /// `cuda*` call corresponds.
     pub fn cached_memory(self) -> usize {
         crate::cache::cached_bytes(self.ordinal)
     }

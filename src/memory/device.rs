@@ -451,6 +451,7 @@ impl Alloc {
                 ptr,
                 device,
                 generation,
+                self.bytes,
                 std::mem::take(&mut self.uses),
                 views,
             );

@@ -93,6 +93,9 @@ pub(crate) struct HostSide {
     /// The record of a registration of the program's memory ([`HostKind::Borrowed`]), kept
     /// until it is undone.
     pub(crate) registered: Option<Registered>,
+    /// For a [`PinnedBuffer`]'s memory: the flags it was allocated with (its block goes back to
+    /// the page-locked memory cache, `crate::cache`, when dropped).
+    pub(crate) pinned_flags: Option<u32>,
 }
 
 impl HostSide {
@@ -113,6 +116,7 @@ impl HostSide {
             waiting: Mutex::new(()),
             views: AtomicUsize::new(0),
             registered: None,
+            pinned_flags: None,
         }
     }
 
@@ -261,11 +265,30 @@ impl HostSide {
         ptr: u64,
         device: i32,
         generation: u64,
+        bytes: usize,
         mut uses: Uses,
         views: usize,
     ) {
         context::forget_borrows(device, views);
         let host = self.host_ptr;
+        if let (Some(flags), HostKind::Registered(_) | HostKind::HostAlloc, true) = (
+            self.pinned_flags,
+            self.kind,
+            crate::cache::caches_host(device),
+        ) {
+            let layout = match self.kind {
+                HostKind::Registered(layout) => Some(layout),
+                _ => None,
+            };
+            let block = crate::cache::HostBlock {
+                host,
+                dptr: ptr,
+                layout,
+            };
+            let waits = uses.take_points();
+            crate::cache::give_back_host(device, generation, flags, bytes, block, waits);
+            return;
+        }
         let (during, free): (&'static str, FreeHost) = match self.kind {
             HostKind::Empty => return,
             HostKind::Borrowed => {
@@ -988,12 +1011,81 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             })?;
         let a = context::enter_current()?;
         let (device, generation) = (a.dev.ordinal, a.generation());
-        let (host, kind) = if bytes == 0 {
-            (
+        let mapped = flags.contains(HostAllocFlags::MAPPED) && bytes > 0;
+        // A block of the page-locked memory cache (no work uses it), zeroed as a new one is.
+        let cached = if bytes > 0 {
+            crate::cache::take_host(&a, flags.bits(), bytes)
+        } else {
+            None
+        };
+        let (host, kind, dptr) = match cached {
+            Some(b) if (b.host.0 as usize).is_multiple_of(std::mem::align_of::<T>()) => {
+                // SAFETY: the block holds at least `bytes` writable bytes that nothing else uses
+                // (cached); zeroing makes every `T` valid.
+                unsafe { std::ptr::write_bytes(b.host.0, 0, bytes) };
+                let kind = b.layout.map_or(HostKind::HostAlloc, HostKind::Registered);
+                (b.host.0, kind, b.dptr)
+            }
+            other => {
+                if let Some(b) = other {
+                    // Misaligned for `T` (never for page-aligned blocks): back to the driver.
+                    let _ = crate::cache::free_host_block(&a, b);
+                }
+                let fresh = || Self::alloc_fresh(&a, bytes, flags);
+                let (host, kind) = match fresh() {
+                    // Cached page-locked memory goes back to the driver first.
+                    Err(e)
+                        if e.code() == ErrorCode::MemoryAllocation
+                            && crate::cache::holds_host(&a) =>
+                    {
+                        crate::cache::release_host(&a)?;
+                        fresh()?
+                    }
+                    r => r?,
+                };
+                let mut dptr = host as u64;
+                if mapped {
+                    // SAFETY: `host` is mapped page-locked memory of this context.
+                    let r = a.check(
+                        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) },
+                        "cuMemHostGetDevicePointer",
+                    );
+                    if let Err(e) = r {
+                        drop(Alloc::host(
+                            host as u64,
+                            bytes,
+                            device,
+                            generation,
+                            HostSide::new(kind, host, false, false, true),
+                        ));
+                        return Err(e);
+                    }
+                }
+                (host, kind, dptr)
+            }
+        };
+        let any_device = flags.contains(HostAllocFlags::PORTABLE) && dptr == host as u64;
+        let mut side = HostSide::new(kind, host, mapped, any_device, true);
+        if bytes > 0 {
+            side.pinned_flags = Some(flags.bits());
+        }
+        Ok(PinnedBuffer {
+            alloc: Alloc::host(dptr, bytes, device, generation, side),
+            len,
+            flags,
+            _t: PhantomData,
+        })
+    }
+
+    /// New page-locked memory of `bytes` with `flags` in the entered context `a`.
+    fn alloc_fresh(a: &Active, bytes: usize, flags: HostAllocFlags) -> Result<(*mut u8, HostKind)> {
+        if bytes == 0 {
+            return Ok((
                 std::ptr::NonNull::<T>::dangling().as_ptr().cast::<u8>(),
                 HostKind::Empty,
-            )
-        } else if flags.contains(HostAllocFlags::WRITE_COMBINED) {
+            ));
+        }
+        if flags.contains(HostAllocFlags::WRITE_COMBINED) {
             let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: the context is current; valid out-parameter; flags checked above.
             a.check(
@@ -1007,74 +1099,41 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             }
             // SAFETY: `p` points to `bytes` writable bytes; zeroing makes every `T` valid.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
-            (p.cast::<u8>(), HostKind::HostAlloc)
-        } else {
-            // Whole pages of its own: the driver locks whole pages, and unlocking them at the
-            // drop must not unlock memory of the program's that a copy is transferring.
-            let page = page_size();
-            let layout = bytes
-                .checked_next_multiple_of(page)
-                .and_then(|size| {
-                    Layout::from_size_align(size, page.max(std::mem::align_of::<T>())).ok()
-                })
-                .ok_or_else(|| alloc_error("cudaHostAlloc"))?;
-            // SAFETY: `layout` has a non-zero size.
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                return Err(alloc_error("cudaHostAlloc"));
-            }
-            let mut reg = 0;
-            if flags.contains(HostAllocFlags::PORTABLE) {
-                reg |= sys::CU_MEMHOSTREGISTER_PORTABLE;
-            }
-            if flags.contains(HostAllocFlags::MAPPED) {
-                reg |= sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-            }
-            // SAFETY: `p` is a live allocation of `bytes` bytes that outlives the registration
-            // (unregistered before it is freed).
-            let r = a.check(
-                unsafe { sys::cuMemHostRegister_v2(p.cast(), bytes, reg) },
-                "cuMemHostRegister",
-            );
-            if let Err(e) = r {
-                // SAFETY: allocated above with `layout`, never shared.
-                unsafe { std::alloc::dealloc(p, layout) };
-                return Err(e);
-            }
-            (p, HostKind::Registered(layout))
-        };
-        let mapped = flags.contains(HostAllocFlags::MAPPED) && bytes > 0;
-        let mut dptr = host as u64;
-        if mapped {
-            // SAFETY: `host` is mapped page-locked memory of this context.
-            let r = a.check(
-                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) },
-                "cuMemHostGetDevicePointer",
-            );
-            if let Err(e) = r {
-                drop(Alloc::host(
-                    host as u64,
-                    bytes,
-                    device,
-                    generation,
-                    HostSide::new(kind, host, false, false, true),
-                ));
-                return Err(e);
-            }
+            return Ok((p.cast::<u8>(), HostKind::HostAlloc));
         }
-        let any_device = flags.contains(HostAllocFlags::PORTABLE) && dptr == host as u64;
-        Ok(PinnedBuffer {
-            alloc: Alloc::host(
-                dptr,
-                bytes,
-                device,
-                generation,
-                HostSide::new(kind, host, mapped, any_device, true),
-            ),
-            len,
-            flags,
-            _t: PhantomData,
-        })
+        // Whole pages of its own: the driver locks whole pages, and unlocking them at the
+        // drop must not unlock memory of the program's that a copy is transferring.
+        let page = page_size();
+        let layout = bytes
+            .checked_next_multiple_of(page)
+            .and_then(|size| {
+                Layout::from_size_align(size, page.max(std::mem::align_of::<T>())).ok()
+            })
+            .ok_or_else(|| alloc_error("cudaHostAlloc"))?;
+        // SAFETY: `layout` has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return Err(alloc_error("cudaHostAlloc"));
+        }
+        let mut reg = 0;
+        if flags.contains(HostAllocFlags::PORTABLE) {
+            reg |= sys::CU_MEMHOSTREGISTER_PORTABLE;
+        }
+        if flags.contains(HostAllocFlags::MAPPED) {
+            reg |= sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        }
+        // SAFETY: `p` is a live allocation of `bytes` bytes that outlives the registration
+        // (unregistered before it is freed).
+        let r = a.check(
+            unsafe { sys::cuMemHostRegister_v2(p.cast(), bytes, reg) },
+            "cuMemHostRegister",
+        );
+        if let Err(e) = r {
+            // SAFETY: allocated above with `layout`, never shared.
+            unsafe { std::alloc::dealloc(p, layout) };
+            return Err(e);
+        }
+        Ok((p, HostKind::Registered(layout)))
     }
 
     /// The number of elements.

@@ -32,9 +32,10 @@
 //!   on mapped or managed memory, a prefetch) as a point in its queue. The CPU reaches them only
 //!   through `as_slice` / `as_mut_slice`, which first wait for exactly those points (writers for
 //!   a read, all of them for a write), whatever thread asks and whatever stream the work was on;
-//!   dropping them never waits: they are freed in the background once their own uses are done
-//!   and the device is idle (the driver's free of such memory waits for the whole device, as
-//!   `cudaFreeHost` does). Registration of memory the program owns is
+//!   dropping them never waits: page-locked blocks go to the crate's page-locked memory cache
+//!   and managed memory is freed in the background, each once its own uses are done (the
+//!   driver's free of such memory waits for the whole device, as `cudaFreeHost` does).
+//!   Registration of memory the program owns is
 //!   scoped ([`HostRegistration::with`]): the scope waits and unregisters before the borrow of
 //!   the slice ends, even on panic, which a guard object could not promise (it may be
 //!   forgotten);
