@@ -182,6 +182,9 @@ pub(crate) fn forget(device: i32) {
         c.bins.lock().by_class.clear();
         c.bytes.store(0, Ordering::Relaxed);
     }
+    if let Some(c) = array_cache_of(device) {
+        c.lock().by_key.clear();
+    }
     if let Some(c) = host_cache_of(device) {
         let blocks: Vec<HostBlock> = c.lock().by_key.drain().flat_map(|(_, v)| v).collect();
         for b in blocks {
@@ -245,6 +248,9 @@ fn free_now(a: &Active, ptr: u64) -> Result<()> {
 pub(crate) fn release_if_any(a: &Active) {
     if cached_bytes(a.dev.ordinal) > 0 {
         let _ = release(a);
+    }
+    if holds_arrays(a) {
+        let _ = release_arrays(a);
     }
 }
 
@@ -429,6 +435,140 @@ pub(crate) fn free_host_block(a: &Active, b: HostBlock) -> Result<()> {
 /// Whether page-locked blocks are cached for `a`'s device (for an allocation that failed).
 pub(crate) fn holds_host(a: &Active) -> bool {
     host_cache_of(a.dev.ordinal).is_some_and(|c| !c.lock().by_key.is_empty())
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUDA arrays.
+
+/// What a cached CUDA array is reused for: exactly the descriptor it was made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ArrayKey {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) depth: usize,
+    /// `CUarray_format`, as its number.
+    pub(crate) format: u32,
+    pub(crate) channels: u32,
+    pub(crate) flags: u32,
+}
+
+/// One device's cached arrays, for one context generation.
+#[derive(Default)]
+struct ArrayBins {
+    generation: u64,
+    by_key: HashMap<ArrayKey, Vec<Raw<sys::CUarray_st>>>,
+}
+
+impl ArrayBins {
+    /// As [`Bins::at`] (arrays of an earlier context died with it).
+    fn at(&mut self, generation: u64) -> bool {
+        if generation > self.generation {
+            self.by_key.clear();
+            self.generation = generation;
+        }
+        generation == self.generation
+    }
+}
+
+fn array_caches() -> &'static [Mutex<ArrayBins>] {
+    static C: OnceLock<Vec<Mutex<ArrayBins>>> = OnceLock::new();
+    C.get_or_init(|| (0..DEVICES).map(|_| Mutex::default()).collect())
+}
+
+fn array_cache_of(device: i32) -> Option<&'static Mutex<ArrayBins>> {
+    if !enabled() {
+        return None;
+    }
+    usize::try_from(device)
+        .ok()
+        .and_then(|d| array_caches().get(d))
+}
+
+/// Whether dropped arrays of `device` go to the cache (see [`give_back_array`]).
+pub(crate) fn caches_arrays(device: i32) -> bool {
+    array_cache_of(device).is_some()
+}
+
+/// A cached array made with `key` for the entered context `a`, if one is there (no work uses
+/// it; its contents are unspecified, as a new array's).
+pub(crate) fn take_array(a: &Active, key: &ArrayKey) -> Option<sys::CUarray> {
+    let mut bins = array_cache_of(a.dev.ordinal)?.lock();
+    if !bins.at(a.generation()) {
+        return None;
+    }
+    bins.by_key.get_mut(key)?.pop().map(|r| r.0)
+}
+
+fn put_array(device: i32, generation: u64, key: ArrayKey, raw: Raw<sys::CUarray_st>) {
+    if let Some(c) = array_cache_of(device) {
+        let mut bins = c.lock();
+        if bins.at(generation) {
+            bins.by_key.entry(key).or_default().push(raw);
+        }
+    }
+}
+
+/// Takes back a dropped array (made with `key` in context `generation` of `device`) whose
+/// uses not known complete are `waits`: cached at once when none is pending, else by the
+/// reclaimer once they are done. `cuArrayDestroy` waits for the whole device and holds a lock
+/// of the driver that other threads' calls need meanwhile, so it is never made in the
+/// background: cached arrays are destroyed on [`release_arrays`], when an allocation fails, and
+/// die with their context at a reset. Only for a device whose arrays are cached
+/// ([`caches_arrays`]).
+pub(crate) fn give_back_array(
+    device: i32,
+    generation: u64,
+    key: ArrayKey,
+    raw: Raw<sys::CUarray_st>,
+    waits: Vec<(Arc<Queue>, u64)>,
+) {
+    if waits.is_empty() {
+        put_array(device, generation, key, raw);
+        return;
+    }
+    queue::defer_free(
+        device,
+        generation,
+        waits,
+        "caching a CUDA array",
+        move |a: Option<&Active>| {
+            // After a reset the array died with its context.
+            if a.is_some() {
+                put_array(device, generation, key, raw);
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Destroys every cached array of the entered context `a` (`cuArrayDestroy` waits for the whole
+/// device, as `cudaFreeArray`; made only when asked or when an allocation failed).
+pub(crate) fn release_arrays(a: &Active) -> Result<()> {
+    let Some(c) = array_cache_of(a.dev.ordinal) else {
+        return Ok(());
+    };
+    let arrays: Vec<Raw<sys::CUarray_st>> = {
+        let mut bins = c.lock();
+        if !bins.at(a.generation()) {
+            return Ok(());
+        }
+        bins.by_key.drain().flat_map(|(_, v)| v).collect()
+    };
+    let mut first = Ok(());
+    for raw in arrays {
+        // SAFETY: a live array of this context that nothing uses or refers to (cached).
+        let r =
+            queue::relaxed(|| a.check(unsafe { sys::cuArrayDestroy(raw.get()) }, "cuArrayDestroy"));
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// Whether arrays are cached for `a`'s device (for an allocation that failed).
+pub(crate) fn holds_arrays(a: &Active) -> bool {
+    array_cache_of(a.dev.ordinal).is_some_and(|c| !c.lock().by_key.is_empty())
 }
 
 #[cfg(test)]

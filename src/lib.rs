@@ -99,17 +99,19 @@
 //!   Page-locked, managed and array memory are freed with driver calls that wait for the whole
 //!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuArrayDestroy`, as
 //!   `cudaFreeHost` does) and hold a lock of the driver that other threads' calls need
-//!   meanwhile, so their drop never makes them: a dropped [`PinnedBuffer`] joins the
-//!   page-locked memory cache (below); managed memory and arrays are freed by a reclaimer of
-//!   their own once their own uses are done and every queue of their device is idle (the call
-//!   then returns at once). Under work that never pauses they wait for the device's next idle
-//!   moment, which [`Device::synchronize`] makes. IPC and external memory are closed on the
+//!   meanwhile, so their drop never makes them: a dropped [`PinnedBuffer`] or [`Array`] joins
+//!   its cache (below); managed memory and mipmapped arrays are freed by a reclaimer of their
+//!   own once their own uses are done and every queue of their device is idle (the call then
+//!   returns at once; work another thread queues at that very moment can still make it wait,
+//!   and stall other threads' driver calls while it does). Under work that never pauses they
+//!   wait for the device's next idle moment, which [`Device::synchronize`] makes. IPC and external memory are closed on the
 //!   dropping thread once their own uses are done; the end of a [`HostRegistration`] scope
 //!   unregisters the program's memory before its borrow ends, on the calling thread.
 //! * **Memory caches.** [`DeviceBuffer::new`] takes its memory from a per-device cache of
 //!   whole `cuMemAlloc` blocks, reused for buffers of the same byte size, as PyTorch's and
-//!   CuPy's allocators do, and [`PinnedBuffer::new`] and [`PinnedBuffer::with_flags`] from a
-//!   cache of page-locked blocks, reused for the same flags and size (zeroed again). A dropped
+//!   CuPy's allocators do; [`PinnedBuffer::new`] and [`PinnedBuffer::with_flags`] from a
+//!   cache of page-locked blocks, reused for the same flags and size (zeroed again); and
+//!   [`Array::new`] from a cache of arrays, reused for the same descriptor. A dropped
 //!   buffer's block joins its cache once its own uses are done (at once when none is pending,
 //!   else through the reclaimer), so a cached block is ready for work on any stream. The device
 //!   cache holds at most half the device's memory. The caches go back to the driver when an

@@ -338,18 +338,20 @@ impl Device {
     /// `torch.cuda.empty_cache()`; libcudart has no cache, so no `cuda*` call corresponds): the
     /// blocks of dropped [`DeviceBuffer`](crate::DeviceBuffer)s, which count as free in
     /// [`memory_info`](Self::memory_info) when this returns, and those of dropped
-    /// [`PinnedBuffer`](crate::PinnedBuffer)s. Buffers dropped with work still queued join the
-    /// caches once that work is done. The device blocks are freed in the crate's stream for
-    /// frees (this waits only for those frees); page-locked blocks are unregistered or freed
-    /// with the driver's calls, which wait for the whole device, as `cudaFreeHost` does. The
+    /// [`PinnedBuffer`](crate::PinnedBuffer)s and [`Array`](crate::Array)s. Buffers dropped
+    /// with work still queued join the caches once that work is done. The device blocks are
+    /// freed in the crate's stream for frees (this waits only for those frees); page-locked
+    /// blocks and arrays are given back with the driver's calls, which wait for the whole
+    /// device, as `cudaFreeHost` and `cudaFreeArray` do. The
     /// crate docs, "Memory caches", say what the caches do.
     pub fn release_cached_memory(self) -> Result<()> {
         record((|| {
             let a = context::enter(self.ordinal)?;
             let device = crate::cache::release(&a);
             let host = crate::cache::release_host(&a);
+            let arrays = crate::cache::release_arrays(&a);
             crate::queue::wait_free_stream(&a)?;
-            device.and(host)
+            device.and(host).and(arrays)
         })())
     }
 

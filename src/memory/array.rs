@@ -21,8 +21,9 @@
 //! Work that uses an array (a copy, a kernel through a texture or surface object) notes its use
 //! through the crate's one enqueue path, as for device buffers. Dropping an array never waits:
 //! the driver's `cuArrayDestroy` waits for the whole device (measured: 200 ms behind an
-//! unrelated kernel, as `cudaFreeArray` does), so the array is destroyed by a background thread
-//! of its own once the work that used it is done and the device is idle. Texture and surface objects keep their array
+//! unrelated kernel, as `cudaFreeArray` does), so the array joins the crate's cache of arrays
+//! once the work that used it is done (mipmapped arrays are destroyed by a background thread
+//! of their own once that work is done and the device is idle). Texture and surface objects keep their array
 //! alive; a mipmap level keeps its mipmapped array alive.
 
 use std::marker::PhantomData;
@@ -786,6 +787,9 @@ pub struct ArrayInner {
     pub(crate) flags: u32,
     /// For a mipmap level: its mipmapped array, which owns the memory.
     parent: Option<Arc<MipmappedInner>>,
+    /// For an array made by [`Array::new`]: what it was made with, for the crate's cache of
+    /// arrays, which it joins when dropped.
+    cache_key: Option<crate::cache::ArrayKey>,
 }
 
 impl ArrayInner {
@@ -822,6 +826,15 @@ impl Drop for ArrayInner {
             return;
         }
         let raw = self.raw;
+        if let Some(key) = self
+            .cache_key
+            .filter(|_| crate::cache::caches_arrays(device))
+        {
+            // To the cache of arrays once its uses are done: `cuArrayDestroy` waits for the
+            // whole device.
+            crate::cache::give_back_array(device, generation, key, raw, waits);
+            return;
+        }
         // Always in the background, even with no use pending: `cuArrayDestroy` waits for the
         // whole device.
         queue::defer_free_blocking(
@@ -864,9 +877,11 @@ impl Drop for ArrayInner {
 /// Work that uses an array (a copy, a kernel through a texture or surface object) notes its use
 /// through the crate's one enqueue path, as for device buffers. Dropping an array never waits:
 /// the driver's `cuArrayDestroy` waits for the whole device (measured: 200 ms behind an
-/// unrelated kernel, as `cudaFreeArray` does), so the array is destroyed by a background thread
-/// of its own once the work that used it is done and the device is idle (`cudaFreeArray`). Texture and surface objects
-/// keep their array alive; a mipmap level keeps its mipmapped array alive.
+/// unrelated kernel, as `cudaFreeArray` does), so the array joins the crate's cache of arrays
+/// once the work that used it is done, and a later array of the same descriptor reuses it
+/// (`cudaFreeArray`; see [`Device::release_cached_memory`](crate::Device::release_cached_memory)).
+/// Texture and surface objects keep their array alive; a mipmap level keeps its mipmapped array
+/// alive.
 ///
 /// ```no_run
 /// use cuda_runtime::{Array, ArrayFlags};
@@ -884,13 +899,26 @@ pub struct Array<T: Texel> {
     _t: PhantomData<T>,
 }
 
+/// An array of the crate's cache made with the same descriptor, or a new one; returns its key
+/// in the cache too.
 fn create_array(
     a: &Active,
     extent: Extent,
     flags: u32,
     format: ArrayFormat,
     channels: u32,
-) -> Result<sys::CUarray> {
+) -> Result<(sys::CUarray, crate::cache::ArrayKey)> {
+    let key = crate::cache::ArrayKey {
+        width: extent.width,
+        height: extent.height,
+        depth: extent.depth,
+        format: format.to_sys() as u32,
+        channels,
+        flags,
+    };
+    if let Some(raw) = crate::cache::take_array(a, &key) {
+        return Ok((raw, key));
+    }
     let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
         Width: extent.width,
         Height: extent.height,
@@ -908,7 +936,7 @@ fn create_array(
             "cuArray3DCreate",
         )
     })?;
-    Ok(raw)
+    Ok((raw, key))
 }
 
 impl<T: Texel> Array<T> {
@@ -927,7 +955,7 @@ impl<T: Texel> Array<T> {
         record((|| {
             let a = context::enter_current()?;
             let (extent, raw_flags) = check_shape(shape, flags, false, &TexLimits::of(&a)?)?;
-            let raw = create_array(&a, extent, raw_flags, T::FORMAT, T::CHANNELS)?;
+            let (raw, key) = create_array(&a, extent, raw_flags, T::FORMAT, T::CHANNELS)?;
             Ok(Array::wrap(ArrayInner {
                 raw: Raw(raw),
                 track: Alloc::plain(0, 0, a.dev.ordinal, a.generation()),
@@ -936,6 +964,7 @@ impl<T: Texel> Array<T> {
                 shape,
                 flags: raw_flags,
                 parent: None,
+                cache_key: Some(key),
             }))
         })())
     }
@@ -1411,6 +1440,7 @@ impl<T: Texel> MipmappedArray<T> {
                 shape: self.inner.shape.level(level),
                 flags: self.inner.flags,
                 parent: Some(self.inner.clone()),
+                cache_key: None,
             }))
         })())
     }

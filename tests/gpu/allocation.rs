@@ -14,6 +14,7 @@ use cuda_runtime::{
 crate::tests![
     cache_reuses_blocks_of_dropped_buffers_with_intact_results,
     cache_hands_out_no_block_still_used_by_queued_work,
+    arrays_and_page_locked_blocks_are_reused_once_their_uses_are_done,
     ;
     exclusive:
     cache_goes_back_to_the_driver_when_an_allocation_would_fail,
@@ -138,6 +139,81 @@ fn cache_hands_out_no_block_still_used_by_queued_work() {
         let want: Vec<u32> = (0..16).map(index_value).collect();
         assert_same("the reused block holds the kernel's writes", &head, &want);
     }
+}
+
+/// An array read by a copy queued behind a held stream is dropped: arrays of the same
+/// descriptor made meanwhile are other arrays, and their data survives the queued copy; once
+/// it is done, the array is handed out again. The same for a page-locked buffer written by a
+/// queued copy, whose block comes back zeroed.
+fn arrays_and_page_locked_blocks_are_reused_once_their_uses_are_done() {
+    let mut r = rng();
+    let (s1, s2) = (non_blocking(), non_blocking());
+    let (w, h) = (64 + r.usize(..64), 32 + r.usize(..32));
+    let n = w * h;
+    let release = Arc::new(AtomicBool::new(false));
+    hold(&s1, &release, Duration::from_secs(20));
+    let first = random_u32(&mut r, n);
+    let mut a = Array::<u32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+    a.copy_from_host(&first).unwrap();
+    let mut out = DeviceBuffer::<u32>::new(n).unwrap();
+    // Read by a copy queued behind the held stream, then dropped.
+    a.copy_to_device_async(&mut out, &s1).unwrap();
+    let a_raw = a.as_raw();
+    drop(a);
+    let mut p = PinnedBuffer::<u32>::new(n).unwrap();
+    let d = DeviceBuffer::from_slice(&first).unwrap();
+    d.copy_to_pinned_async(&mut p, &s1).unwrap();
+    let p_ptr = p.as_host_ptr() as usize;
+    drop(p);
+    let mut later = Vec::new();
+    for i in 0..3 {
+        let data = random_u32(&mut r, n);
+        let mut b = Array::<u32>::new_2d(w, h, ArrayFlags::empty()).unwrap();
+        if b.as_raw() == a_raw {
+            assert!(
+                s1.query().unwrap(),
+                "array {i}: handed out under a queued copy"
+            );
+        }
+        b.copy_from_host_async(&data, &s2).unwrap();
+        let q = PinnedBuffer::<u32>::new(n).unwrap();
+        if q.as_host_ptr() as usize == p_ptr {
+            assert!(
+                s1.query().unwrap(),
+                "page-locked block {i}: handed out under a copy"
+            );
+        }
+        later.push((b, q, data));
+    }
+    s2.synchronize().unwrap();
+    release.store(true, Ordering::SeqCst);
+    s1.synchronize().unwrap();
+    assert_same(
+        "the queued copy read the first array",
+        &out.to_vec().unwrap(),
+        &first,
+    );
+    for (i, (b, q, data)) in later.iter().enumerate() {
+        assert_same(&format!("array {i}"), &b.to_vec().unwrap(), data);
+        assert!(
+            q.as_slice().unwrap().iter().all(|&x| x == 0),
+            "page-locked {i}"
+        );
+    }
+    drop(later);
+    // Once the copy is done, the first array is handed out again (with the three made later,
+    // all cached now).
+    crate::common::eventually("the first array back in the cache", || {
+        let got: Vec<Array<u32>> = (0..4)
+            .map(|_| Array::<u32>::new_2d(w, h, ArrayFlags::empty()).unwrap())
+            .collect();
+        got.iter().any(|b| b.as_raw() == a_raw)
+    });
+    let q = PinnedBuffer::<u32>::new(n).unwrap();
+    assert!(
+        q.as_slice().unwrap().iter().all(|&x| x == 0),
+        "a reused block is zeroed"
+    );
 }
 
 /// With the cache holding much of the device's free memory, an allocation of another size
