@@ -100,11 +100,11 @@
 //!   device (`cuMemHostUnregister`, `cuMemFreeHost`, `cuMemFree`, `cuArrayDestroy`, as
 //!   `cudaFreeHost` does) and hold a lock of the driver that other threads' calls need
 //!   meanwhile, so their drop never makes them: a dropped [`PinnedBuffer`] or [`Array`] joins
-//!   its cache (below); managed memory and mipmapped arrays are freed by a reclaimer of their
-//!   own once their own uses are done and every queue of their device is idle (the call then
-//!   returns at once; work another thread queues at that very moment can still make it wait,
-//!   and stall other threads' driver calls while it does). Under work that never pauses they
-//!   wait for the device's next idle moment, which [`Device::synchronize`] makes. IPC and external memory are closed on the
+//!   its cache (below); managed memory and mipmapped arrays are freed, once their own uses are
+//!   done, by the next synchronising call of the crate that finds the device idle
+//!   ([`Device::synchronize`], [`Device::release_cached_memory`], an allocation that ran out
+//!   of memory), or with their context at a reset: made in the background, such a call can
+//!   find work another thread queued a moment before and stall every thread meanwhile. IPC and external memory are closed on the
 //!   dropping thread once their own uses are done; the end of a [`HostRegistration`] scope
 //!   unregisters the program's memory before its borrow ends, on the calling thread.
 //! * **Memory caches.** [`DeviceBuffer::new`] takes its memory from a per-device cache of

@@ -1745,11 +1745,11 @@ struct Yard {
 }
 
 /// The yards of deferred frees, each with its reclaimer thread. Yard 0 takes frees that return
-/// at once (`cuMemFreeAsync`, `cuTexObjectDestroy`). Yard 1 takes the frees that wait for the
-/// whole device, as `cuMemFree` does: the destruction of CUDA arrays (`cuArrayDestroy`,
-/// `cuMipmappedArrayDestroy`) and of the crate's page-locked and managed memory
-/// (`cuMemFreeHost`, `cuMemHostUnregister`, managed `cuMemFree`). On a thread of its own, made
-/// only while the device is idle, it holds up neither the dropping thread nor other frees.
+/// at once (`cuMemFreeAsync`, `cuTexObjectDestroy`), freed by its reclaimer thread. Yard 1 takes
+/// the frees that wait for the whole device, as `cuMemFree` does (`cuMipmappedArrayDestroy`,
+/// managed `cuMemFree`, and page-locked memory and arrays when their caches are off): it has no
+/// thread, and its frees are made by the crate's synchronising calls ([`reclaim`]) while the
+/// device is idle, never in the background (see [`ready`]).
 fn yards() -> &'static [Yard; 2] {
     static YARDS: OnceLock<[Yard; 2]> = OnceLock::new();
     static STARTED: OnceLock<()> = OnceLock::new();
@@ -1763,7 +1763,8 @@ fn yards() -> &'static [Yard; 2] {
         })
     });
     STARTED.get_or_init(|| {
-        for i in 0..2 {
+        // Yard 0 only (see above).
+        for i in 0..1 {
             // Without the thread, frees wait for `reclaim` (a synchronising call) instead.
             let _ = std::thread::Builder::new()
                 .name(format!("cuda-runtime-reclaimer-{i}"))
@@ -1784,15 +1785,15 @@ pub(crate) fn defer_free(
     bury_later(0, device, generation, waits, during, Box::new(free));
 }
 
-/// As [`defer_free`], for a free that waits for the whole device (the destruction of a CUDA
-/// array, the free of page-locked or managed memory): it runs on a reclaimer of its own, so
-/// that it holds up no other free, and only once every queue of the device is idle as well.
-/// While such a call waits for the device it holds a lock of the driver that every thread's
-/// `cuArrayCreate`, `cuEventCreate`, `cuTexObjectCreate` and copies need (on driver 580, a
-/// texture created beside an array destroy stalled for as long as an unrelated stream's host
-/// function ran). Made when idle, it returns at once and holds the lock for no time. Under work
-/// that never pauses, the memory waits for the device's next idle moment (a synchronising call
-/// of the device makes one).
+/// As [`defer_free`], for a free that waits for the whole device (the destruction of a
+/// mipmapped array, the free of managed memory): while such a call waits for the device it
+/// holds a lock of the driver that every thread's `cuArrayCreate`, `cuEventCreate`,
+/// `cuTexObjectCreate` and copies need (on driver 580, a texture created beside an array
+/// destroy stalled for as long as an unrelated stream's host function ran), so it is made only
+/// by a synchronising call of the crate ([`Device::synchronize`](crate::Device::synchronize),
+/// [`Device::release_cached_memory`](crate::Device::release_cached_memory), an allocation
+/// that ran out of memory) once its own uses are done and the device is idle, when it returns
+/// at once; a reset releases it with its context.
 pub(crate) fn defer_free_blocking(
     device: i32,
     generation: u64,
@@ -1866,8 +1867,12 @@ fn bury(g: Grave) {
 }
 
 /// Whether every wait of `g` is done; a failed query leaves it waiting (leaked rather than freed
-/// under work that may still run), recorded once as the device's deferred error.
-fn ready(g: &mut Grave) -> bool {
+/// under work that may still run), recorded once as the device's deferred error. A free that
+/// waits for the whole device is ready only in a synchronising call of the crate (`explicit`)
+/// and while the device is idle: made by the background reclaimer, work another thread queues
+/// between the check and the call would make it wait, holding a lock of the driver that every
+/// other thread's calls need.
+fn ready(g: &mut Grave, explicit: bool) -> bool {
     let mut keep = Vec::new();
     for (q, seq) in g.waits.drain(..) {
         match q.is_done(seq) {
@@ -1889,7 +1894,7 @@ fn ready(g: &mut Grave) -> bool {
         }
     }
     g.waits = keep;
-    g.waits.is_empty() && (!g.whole_device || device_idle(g.device, g.generation))
+    g.waits.is_empty() && (!g.whole_device || explicit && device_idle(g.device, g.generation))
 }
 
 fn reclaimer(y: &Yard) {
@@ -1915,7 +1920,7 @@ fn reclaimer(y: &Yard) {
         let n = batch.len();
         let mut waiting = Vec::new();
         for mut g in batch {
-            if ready(&mut g) {
+            if ready(&mut g, false) {
                 bury(g);
             } else {
                 waiting.push(g);
@@ -1959,7 +1964,7 @@ pub(crate) fn reclaim(device: i32, patience: Duration) -> bool {
         let n = mine.len();
         let mut waiting = Vec::new();
         for mut g in mine {
-            if ready(&mut g) {
+            if ready(&mut g, true) {
                 bury(g);
             } else {
                 waiting.push(g);

@@ -350,7 +350,11 @@ impl Device {
             let device = crate::cache::release(&a);
             let host = crate::cache::release_host(&a);
             let arrays = crate::cache::release_arrays(&a);
-            crate::queue::wait_free_stream(&a)?;
+            drop(a);
+            // Managed memory and mipmapped arrays dropped earlier, freed while the device is
+            // idle (see the crate docs, "Drops do not wait for unrelated work").
+            crate::queue::reclaim(self.ordinal, std::time::Duration::from_millis(100));
+            crate::queue::wait_free_stream(&context::enter(self.ordinal)?)?;
             device.and(host).and(arrays)
         })())
     }

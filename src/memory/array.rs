@@ -22,8 +22,8 @@
 //! through the crate's one enqueue path, as for device buffers. Dropping an array never waits:
 //! the driver's `cuArrayDestroy` waits for the whole device (measured: 200 ms behind an
 //! unrelated kernel, as `cudaFreeArray` does), so the array joins the crate's cache of arrays
-//! once the work that used it is done (mipmapped arrays are destroyed by a background thread
-//! of their own once that work is done and the device is idle). Texture and surface objects keep their array
+//! once the work that used it is done (mipmapped arrays are destroyed by the next
+//! synchronising call of the crate once that work is done and the device is idle). Texture and surface objects keep their array
 //! alive; a mipmap level keeps its mipmapped array alive.
 
 use std::marker::PhantomData;

@@ -254,9 +254,9 @@ impl HostSide {
     /// The driver's calls that free host-reachable memory (`cuMemHostUnregister`,
     /// `cuMemFreeHost`, `cuMemFree` of managed memory) wait for the whole device, as
     /// `cudaFreeHost` does, and hold a lock of the driver meanwhile that other threads' calls
-    /// need. Memory the crate owns (page-locked and managed buffers) is therefore freed by the
-    /// reclaimer of whole-device frees once its own uses are done and every queue of its device
-    /// is idle, when the free returns at once; the drop itself never waits. A registration of
+    /// need. So the drop itself never makes them: a [`PinnedBuffer`]'s block joins the crate's
+    /// page-locked memory cache once its own uses are done, and managed memory is freed by the
+    /// next synchronising call of the crate that finds the device idle. A registration of
     /// the program's memory ([`HostRegistration`]) must be undone before the program's borrow
     /// ends: its scope waits for its own uses and unregisters on the calling thread.
     #[allow(clippy::boxed_local)] // taken as the allocation holds it

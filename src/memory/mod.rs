@@ -33,7 +33,8 @@
 //!   through `as_slice` / `as_mut_slice`, which first wait for exactly those points (writers for
 //!   a read, all of them for a write), whatever thread asks and whatever stream the work was on;
 //!   dropping them never waits: page-locked blocks go to the crate's page-locked memory cache
-//!   and managed memory is freed in the background, each once its own uses are done (the
+//!   and managed memory is freed by the next synchronising call of the crate, each once its own
+//!   uses are done (the
 //!   driver's free of such memory waits for the whole device, as `cudaFreeHost` does).
 //!   Registration of memory the program owns is
 //!   scoped ([`HostRegistration::with`]): the scope waits and unregisters before the borrow of
