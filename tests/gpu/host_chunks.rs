@@ -237,14 +237,19 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
                 .unwrap();
         }
         let queued = t0.elapsed();
+        // (Queuing the stalls can itself take as long as a stall on a loaded machine: the
+        // drop's own time is what is checked, and how many copies it found pending is shown.)
+        let busy = streams.iter().filter(|s| !s.query().unwrap()).count();
+        let t = std::time::Instant::now();
         drop(dst);
+        let took = t.elapsed();
         eprintln!(
-            "{flags:?}: copies queued in {queued:?}, dropped after {:?}",
-            t0.elapsed()
+            "{flags:?}: copies queued in {queued:?}; the drop took {took:?} with {busy} of 4 \
+             streams still copying into it"
         );
         assert!(
-            streams.iter().any(|s| !s.query().unwrap()),
-            "{flags:?}: the drop waited for the copies into it"
+            took < std::time::Duration::from_millis(100),
+            "{flags:?}: the drop took {took:?} with {busy} streams still copying into it"
         );
         // ...and as a source: its zeros reach the device after the drop.
         let src = PinnedBuffer::<u32>::with_flags(n, flags).unwrap();
@@ -255,10 +260,12 @@ fn dropping_the_parent_keeps_it_for_queued_chunk_copies() {
                 .copy_from_pinned_async(&src.slice(rg).unwrap(), s)
                 .unwrap();
         }
+        let t = std::time::Instant::now();
         drop(src);
+        let took = t.elapsed();
         assert!(
-            streams.iter().any(|s| !s.query().unwrap()),
-            "{flags:?}: the drop waited for the copies from it"
+            took < std::time::Duration::from_millis(100),
+            "{flags:?}: the drop took {took:?} with copies from it queued"
         );
         for s in &streams {
             s.synchronize().unwrap();
