@@ -19,7 +19,8 @@
 //! * **Back to the driver.** Cached memory goes back when an allocation of any kind fails for
 //!   lack of memory (before it is tried again), on
 //!   [`Device::release_cached_memory`](crate::Device::release_cached_memory), and with the
-//!   context at a reset (the blocks of an earlier context are forgotten, never freed twice). The
+//!   context at a reset (the blocks of an earlier context are forgotten when the cache is next
+//!   used, never freed twice). The
 //!   cache holds at most half of the device's memory: a block past that is freed (in the
 //!   crate's stream for frees) instead. A buffer exported for IPC is never cached: another
 //!   process may still map it.
@@ -176,23 +177,6 @@ pub(crate) fn give_back(
     );
 }
 
-/// Forgets the blocks of `device` (after a reset: they died with the context).
-pub(crate) fn forget(device: i32) {
-    if let Some(c) = cache_of(device) {
-        c.bins.lock().by_class.clear();
-        c.bytes.store(0, Ordering::Relaxed);
-    }
-    if let Some(c) = array_cache_of(device) {
-        c.lock().by_key.clear();
-    }
-    if let Some(c) = host_cache_of(device) {
-        let blocks: Vec<HostBlock> = c.lock().by_key.drain().flat_map(|(_, v)| v).collect();
-        for b in blocks {
-            let _ = b.free(None);
-        }
-    }
-}
-
 /// The bytes of device memory the cache holds for `device`.
 pub(crate) fn cached_bytes(device: i32) -> usize {
     cache_of(device).map_or(0, |c| c.bytes.load(Ordering::Relaxed))
@@ -206,19 +190,26 @@ pub(crate) fn release(a: &Active) -> Result<()> {
     let Some(c) = cache_of(a.dev.ordinal) else {
         return Ok(());
     };
-    let blocks: Vec<Block> = {
+    let blocks: Vec<(usize, Block)> = {
         let mut bins = c.bins.lock();
         if !bins.at(a.generation(), &c.bytes) {
             return Ok(());
         }
         c.bytes.store(0, Ordering::Relaxed);
-        bins.by_class.drain().flat_map(|(_, v)| v).collect()
+        bins.by_class
+            .drain()
+            .flat_map(|(bytes, v)| v.into_iter().map(move |b| (bytes, b)))
+            .collect()
     };
     let mut first = Ok(());
-    for b in blocks {
-        let r = free_now(a, b.ptr);
-        if first.is_ok() {
-            first = r;
+    for (bytes, b) in blocks {
+        if let Err(e) = free_now(a, b.ptr) {
+            // Kept for a later release rather than lost (the stream for frees could not be
+            // made, say).
+            put(a.dev.ordinal, a.generation(), bytes, b);
+            if first.is_ok() {
+                first = Err(e);
+            }
         }
     }
     first
@@ -249,7 +240,9 @@ pub(crate) fn release_if_any(a: &Active) {
     if cached_bytes(a.dev.ordinal) > 0 {
         let _ = release(a);
     }
-    if holds_arrays(a) {
+    // `cuArrayDestroy` waits for the whole device: only while it is idle (an allocation must
+    // fail rather than wait for work that may wait for this thread).
+    if holds_arrays(a) && queue::device_idle(a.dev.ordinal, a.generation()) {
         let _ = release_arrays(a);
     }
 }

@@ -1664,7 +1664,7 @@ fn registry() -> &'static Registry {
 
 /// Whether no queue of the crate in context (`device`, `generation`) has work left to run (see
 /// [`Queue::idle`]): the condition for a free that waits for the whole device to return at once.
-fn device_idle(device: i32, generation: u64) -> bool {
+pub(crate) fn device_idle(device: i32, generation: u64) -> bool {
     let Ok(Some(a)) = context::enter_live(device, generation) else {
         // The context is gone (the free has nothing to wait for) or cannot be entered now
         // (the free reports why).
@@ -2215,12 +2215,12 @@ fn alloc_retry_failed(
 #[inline(never)]
 fn alloc_retry_slow<T>(a: &Active, mut f: impl FnMut() -> Result<T>) -> Result<T> {
     let device = a.dev.ordinal;
-    // Cached device memory goes back to the driver first.
-    crate::cache::release_if_any(a);
     let end = Instant::now() + Duration::from_secs(2);
     loop {
         let pending = reclaim(device, Duration::from_millis(20));
         a.rebind()?;
+        // Cached memory goes back to the driver, with what the reclaim just put in the caches.
+        crate::cache::release_if_any(a);
         let _ = wait_free_stream(a);
         match f() {
             // (Not while a reset of the device waits for this thread's entry.)

@@ -361,8 +361,9 @@ impl Device {
 
     /// The bytes of device memory that [`DeviceBuffer::new`](crate::DeviceBuffer::new)'s
     /// cache holds for this device (blocks of dropped buffers kept for reuse; they count as used
-    /// in [`memory_info`](Self::memory_info); page-locked blocks are not counted here). No
-    /// `cuda*` call corresponds.
+    /// in [`memory_info`](Self::memory_info); page-locked blocks are not counted here). After a
+    /// reset it counts the blocks that died with the context until the device's next
+    /// allocation forgets them. No `cuda*` call corresponds.
     pub fn cached_memory(self) -> usize {
         crate::cache::cached_bytes(self.ordinal)
     }
@@ -639,12 +640,9 @@ impl Device {
     /// function.
     #[doc(alias = "cudaDeviceReset")]
     pub fn reset(self) -> Result<()> {
-        let r = device_state(self.ordinal).and_then(|d| d.reset());
-        if r.is_ok() {
-            // The cached blocks died with the context.
-            crate::cache::forget(self.ordinal);
-        }
-        record(r)
+        // (The caches forget what died with the context when they are next used in a later
+        // one.)
+        record(device_state(self.ordinal).and_then(|d| d.reset()))
     }
 
     /// Takes the errors met in `Drop` of this device's objects (a failed free, say), which had

@@ -1033,10 +1033,12 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
                 }
                 let fresh = || Self::alloc_fresh(&a, bytes, flags);
                 let (host, kind) = match fresh() {
-                    // Cached page-locked memory goes back to the driver first.
+                    // Cached page-locked memory goes back to the driver first (only while the
+                    // device is idle: the driver's frees of it wait for the whole device).
                     Err(e)
                         if e.code() == ErrorCode::MemoryAllocation
-                            && crate::cache::holds_host(&a) =>
+                            && crate::cache::holds_host(&a)
+                            && crate::queue::device_idle(device, generation) =>
                     {
                         crate::cache::release_host(&a)?;
                         fresh()?
