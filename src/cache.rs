@@ -419,12 +419,6 @@ pub(crate) fn release_host(a: &Active) -> Result<()> {
     first
 }
 
-/// Gives one page-locked block back to the driver in the entered context `a` (waits for the
-/// whole device, as `cudaFreeHost`).
-pub(crate) fn free_host_block(a: &Active, b: HostBlock) -> Result<()> {
-    queue::relaxed(|| b.free(Some(a)))
-}
-
 /// Whether page-locked blocks are cached for `a`'s device (for an allocation that failed).
 pub(crate) fn holds_host(a: &Active) -> bool {
     host_cache_of(a.dev.ordinal).is_some_and(|c| !c.lock().by_key.is_empty())

@@ -1028,8 +1028,15 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             }
             other => {
                 if let Some(b) = other {
-                    // Misaligned for `T` (never for page-aligned blocks): back to the driver.
-                    let _ = crate::cache::free_host_block(&a, b);
+                    // Misaligned for `T` (never for page-aligned blocks): back to the cache.
+                    crate::cache::give_back_host(
+                        device,
+                        generation,
+                        flags.bits(),
+                        bytes,
+                        b,
+                        Vec::new(),
+                    );
                 }
                 let fresh = || Self::alloc_fresh(&a, bytes, flags);
                 let (host, kind) = match fresh() {
